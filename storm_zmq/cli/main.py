@@ -1,0 +1,56 @@
+"""Entry point of the ``storm-zmq`` console script.
+
+Errors the user caused (bad configuration, bad arguments) print one line,
+``storm-zmq: error: <message>``, and exit 2; a traceback is kept for bugs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from storm_zmq import __version__
+from storm_zmq.cli import UsageError, config_cmd
+from storm_zmq.config import ConfigError
+
+#: Subcommand modules; each has ``add_parser(subparsers)`` that sets ``func``.
+SUBCOMMANDS = (config_cmd,)
+
+#: Exceptions that are the user's to fix, reported without a traceback.
+USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, UsageError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="storm-zmq",
+        description="A Python-native Storm over a pluggable ZeroMQ/TCP transport.",
+    )
+    parser.add_argument("--version", action="version", version=f"storm-zmq {__version__}")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for module in SUBCOMMANDS:
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``storm-zmq`` with `argv` (default: ``sys.argv[1:]``); return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors: argparse printed them
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return func(args)
+    except USER_ERRORS as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,535 @@
+"""Configuration: built-in defaults, storm.yaml loading and validation.
+
+Keys and meanings are Apache Storm's own (``topology.workers``,
+``supervisor.slots.ports``, ``storm.zookeeper.servers``, ...) so that a Storm user's
+knowledge and storm.yaml carry over; the transport knobs live under
+``storm.messaging.zmq.*`` and ``storm.messaging.tcp.*`` the way Storm's Netty
+transport uses ``storm.messaging.netty.*``.
+
+Precedence, lowest first: built-in defaults < ``~/.storm/storm.yaml`` < one of
+(``-c FILE``, else ``$STORM_CONF``, else ``conf/storm.yaml`` in the working
+directory) < ``-o key=value`` overrides. Every error names the place the bad value
+came from, because a config error is always fixed by editing that place.
+
+Unknown keys pass through (Storm hands arbitrary keys to topologies), except those
+that look like a typo of a known key: a misspelt setting silently keeping its default
+is the hardest config bug to find.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "DEFAULTS",
+    "ORDERED_PAIRS",
+    "SCHEMA",
+    "ConfigError",
+    "Setting",
+    "check_value",
+    "closest_key",
+    "load_config",
+    "load_config_with_origins",
+    "parse_override",
+    "read_yaml_file",
+    "validate",
+]
+
+#: Origin recorded for a value that nobody set.
+DEFAULT_ORIGIN = "default"
+
+#: Value kinds a `Setting` can have.
+KINDS = ("int", "float", "str", "bool", "list[int]", "list[str]")
+
+
+class ConfigError(Exception):
+    """A configuration the user wrote is wrong; the message names the file (or ``-o``
+    option) and the key, so it can be shown as is, without a traceback."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Schema entry for one known key: plain data, so docs can be generated from it.
+
+    `minimum`/`maximum` bound numbers (and each item of a ``list[int]``); `nullable`
+    allows ``null`` (meaning "decide at run time", as in Storm).
+    """
+
+    default: Any
+    kind: str
+    doc: str
+    nullable: bool = False
+    minimum: float | None = None
+    maximum: float | None = None
+
+    @property
+    def type_name(self) -> str:
+        """Human-readable type, e.g. ``int or null``."""
+        return f"{self.kind} or null" if self.nullable else self.kind
+
+
+_PORT = {"minimum": 1, "maximum": 65535}
+
+SCHEMA: dict[str, Setting] = {
+    # --- transport selection -------------------------------------------------------
+    "storm.messaging.transport": Setting(
+        "storm_zmq.messaging.zmq.Context", "str",
+        "Worker-to-worker transport: dotted path of any importable class with the "
+        "Context shape, or an alias zmq / tcp / local."),
+    # --- ZeroMQ transport ----------------------------------------------------------
+    "storm.messaging.zmq.threads": Setting(
+        1, "int", "ZeroMQ I/O threads per worker process.", minimum=1),
+    "storm.messaging.zmq.hwm": Setting(
+        256, "int",
+        "High-water mark in batches (frames) per socket and direction; bounds memory "
+        "and turns a slow peer into backpressure (0, unlimited in ZeroMQ, is refused).",
+        minimum=1),
+    "storm.messaging.zmq.linger.millis": Setting(
+        500, "int", "How long close() may keep flushing unsent frames; finite so that "
+        "shutdown is bounded.", minimum=0),
+    "storm.messaging.zmq.min_wait_ms": Setting(
+        100, "int", "Reconnect backoff, first wait.", minimum=1),
+    "storm.messaging.zmq.max_wait_ms": Setting(
+        1000, "int", "Reconnect backoff cap.", minimum=1),
+    "storm.messaging.zmq.heartbeat.ivl.ms": Setting(
+        1000, "int", "Interval between ZMTP heartbeats that detect dead peers "
+        "(0 disables them).", minimum=0),
+    "storm.messaging.zmq.heartbeat.timeout.ms": Setting(
+        10000, "int", "A peer silent this long is considered dead and reconnected "
+        "(ZeroMQ caps it at 6553500).", minimum=1, maximum=6553500),
+    "storm.messaging.zmq.transfer.batch.size": Setting(
+        262144, "int", "Target frame size in bytes; larger batches are split.",
+        minimum=1),
+    "storm.messaging.zmq.max.frame.size": Setting(
+        16777216, "int", "Hard frame size limit in bytes; bigger frames are refused "
+        "on both ends.", minimum=1),
+    "storm.messaging.zmq.send.timeout.ms": Setting(
+        -1, "int", "How long send() blocks while the peer applies backpressure before "
+        "raising SendTimeout; -1 blocks.", minimum=-1),
+    # --- plain TCP transport -------------------------------------------------------
+    "storm.messaging.tcp.buffer_size": Setting(
+        4194304, "int", "Socket send/receive buffer in bytes; 0 keeps the OS default.",
+        minimum=0),
+    "storm.messaging.tcp.min_wait_ms": Setting(
+        100, "int", "Reconnect backoff, first wait.", minimum=1),
+    "storm.messaging.tcp.max_wait_ms": Setting(
+        1000, "int", "Reconnect backoff cap.", minimum=1),
+    "storm.messaging.tcp.transfer.batch.size": Setting(
+        262144, "int", "Target frame size in bytes; larger batches are split.",
+        minimum=1),
+    "storm.messaging.tcp.max.frame.size": Setting(
+        16777216, "int", "Hard frame size limit in bytes; bigger frames are refused "
+        "on both ends.", minimum=1),
+    "storm.messaging.tcp.send.timeout.ms": Setting(
+        -1, "int", "How long send() blocks while the peer applies backpressure before "
+        "raising SendTimeout; -1 blocks.", minimum=-1),
+    "storm.messaging.tcp.connect.timeout.ms": Setting(
+        2000, "int", "Bound on one connection attempt before backing off and retrying.",
+        minimum=1),
+    # --- node ----------------------------------------------------------------------
+    "storm.messaging.local.hwm": Setting(
+        256, "int", "Batches queued per bound port of the in-process transport before "
+        "senders block.", minimum=1),
+    "storm.messaging.local.send.timeout.ms": Setting(
+        -1, "int", "How long send() blocks on a full or unbound in-process port before "
+        "raising SendTimeout (-1 = block).", minimum=-1),
+    "supervisor.slots.ports": Setting(
+        [6700, 6701, 6702, 6703], "list[int]",
+        "Worker slots of this node: one worker process per port, which it binds for "
+        "incoming tuples.", **_PORT),
+    "storm.local.dir": Setting(
+        "storm-local", "str", "Directory for shipped code, worker state and pid files."),
+    "storm.local.hostname": Setting(
+        None, "str", "Host name other workers use to reach this node; null detects it.",
+        nullable=True),
+    # --- ZooKeeper -----------------------------------------------------------------
+    "storm.zookeeper.servers": Setting(
+        ["localhost"], "list[str]", "ZooKeeper ensemble hosts (cluster mode only)."),
+    "storm.zookeeper.port": Setting(2181, "int", "ZooKeeper client port.", **_PORT),
+    "storm.zookeeper.root": Setting(
+        "/storm", "str", "ZooKeeper path under which all cluster state lives, so "
+        "several clusters can share one ensemble."),
+    "storm.zookeeper.session.timeout": Setting(
+        20000, "int", "ZooKeeper session timeout (ms): how long a dead node keeps its "
+        "ephemeral nodes.", minimum=1),
+    "storm.zookeeper.connection.timeout": Setting(
+        15000, "int", "Bound on establishing a ZooKeeper connection (ms).", minimum=1),
+    "storm.zookeeper.retry.times": Setting(
+        5, "int", "Retries of a failed ZooKeeper operation.", minimum=0),
+    "storm.zookeeper.retry.interval": Setting(
+        1000, "int", "First wait between ZooKeeper retries (ms).", minimum=0),
+    "storm.zookeeper.retry.intervalceiling.millis": Setting(
+        30000, "int", "Cap of the exponential wait between ZooKeeper retries (ms).",
+        minimum=0),
+    # --- topology ------------------------------------------------------------------
+    "topology.workers": Setting(
+        1, "int", "Worker processes the topology is spread over.", minimum=1),
+    "topology.acker.executors": Setting(
+        None, "int", "Acker executors; null means one per worker, 0 disables acking.",
+        nullable=True, minimum=0),
+    "topology.max.spout.pending": Setting(
+        None, "int", "Bound on un-acked tuples per spout task (null = unbounded); the "
+        "flow control of at-least-once topologies.", nullable=True, minimum=1),
+    "topology.message.timeout.secs": Setting(
+        30, "int", "A tuple tree not completed within this time is failed and replayed.",
+        minimum=1),
+    "topology.executor.receive.buffer.size": Setting(
+        32768, "int", "Capacity of each executor's receive queue; a full queue is "
+        "backpressure.", minimum=1),
+    "topology.transfer.buffer.size": Setting(
+        1000, "int", "Capacity of each worker's outbound transfer queue.", minimum=1),
+    "topology.transfer.batch.size": Setting(
+        1, "int", "Tuples per batch handed to the transport (1 = lowest latency).",
+        minimum=1),
+    "topology.producer.batch.size": Setting(
+        1, "int", "Tuples an executor groups before publishing to a queue.", minimum=1),
+    "topology.batch.flush.interval.millis": Setting(
+        1, "int", "Partial batches are flushed after this long, bounding the latency "
+        "batching adds (0 disables the flusher).", minimum=0),
+    "topology.tick.tuple.freq.secs": Setting(
+        None, "int", "Send tick tuples to every bolt this often; null = never.",
+        nullable=True, minimum=1),
+    "topology.debug": Setting(False, "bool", "Log every emitted tuple."),
+    "topology.stats.sample.rate": Setting(
+        0.05, "float", "Fraction of tuples sampled for statistics; trades accuracy "
+        "for overhead.", minimum=0, maximum=1),
+}
+
+#: Built-in default of every known key.
+DEFAULTS: dict[str, Any] = {key: s.default for key, s in SCHEMA.items()}
+
+#: (low, high) pairs of keys where the low value must not exceed the high one.
+ORDERED_PAIRS: tuple[tuple[str, str], ...] = (
+    ("storm.messaging.zmq.min_wait_ms", "storm.messaging.zmq.max_wait_ms"),
+    ("storm.messaging.zmq.heartbeat.ivl.ms", "storm.messaging.zmq.heartbeat.timeout.ms"),
+    ("storm.messaging.zmq.transfer.batch.size", "storm.messaging.zmq.max.frame.size"),
+    ("storm.messaging.tcp.min_wait_ms", "storm.messaging.tcp.max_wait_ms"),
+    ("storm.messaging.tcp.transfer.batch.size", "storm.messaging.tcp.max.frame.size"),
+    ("storm.zookeeper.retry.interval", "storm.zookeeper.retry.intervalceiling.millis"),
+)
+
+#: Namespaces in which an unknown key close to a known one is taken for a typo.
+_CHECKED_PREFIXES = ("storm.", "topology.", "supervisor.", "nimbus.")
+
+_HOME_LABEL = "~/.storm/storm.yaml"
+_CWD_LABEL = "conf/storm.yaml"
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_config(
+    conf_file: str | None = None,
+    overrides: Iterable[str] | None = None,
+    *,
+    home: Path | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Return the effective configuration: every known key, plus any extra keys set.
+
+    `conf_file` is ``-c FILE`` (relative to `cwd`); without it ``$STORM_CONF`` is
+    used, and without that ``conf/storm.yaml`` in `cwd` if it exists. `overrides` are
+    ``-o key=value`` strings, values parsed as YAML. `home`, `cwd` and `env` default
+    to the real ones and exist so that tests need not touch them.
+    Raises `ConfigError`.
+    """
+    conf, _ = load_config_with_origins(conf_file, overrides, home=home, cwd=cwd, env=env)
+    return conf
+
+
+def load_config_with_origins(
+    conf_file: str | None = None,
+    overrides: Iterable[str] | None = None,
+    *,
+    home: Path | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Like `load_config`, also returning where each key was set: a file label,
+    ``-o key=value`` or ``default`` (what ``storm-zmq config --origins`` shows)."""
+    home = Path.home() if home is None else home
+    cwd = Path.cwd() if cwd is None else cwd
+    env = os.environ if env is None else env
+
+    conf: dict[str, Any] = copy.deepcopy(DEFAULTS)
+    origins: dict[str, str] = dict.fromkeys(conf, DEFAULT_ORIGIN)
+
+    def merge(settings: Mapping[str, Any], origin: str) -> None:
+        for key, value in settings.items():
+            conf[key] = value
+            origins[key] = origin
+
+    home_file = home / ".storm" / "storm.yaml"
+    if home_file.is_file():
+        merge(read_yaml_file(home_file, _HOME_LABEL), _HOME_LABEL)
+
+    explicit = conf_file or env.get("STORM_CONF")
+    if explicit:
+        path, label = _resolve(explicit, cwd), explicit
+        why = "given with -c" if conf_file else "named by STORM_CONF"
+    else:
+        path, label, why = cwd / "conf" / "storm.yaml", _CWD_LABEL, None
+    if why is not None and not path.exists():
+        raise ConfigError(f"{label}: no such file ({why})")
+    if path.exists():
+        merge(read_yaml_file(path, label), label)
+
+    for text in overrides or ():
+        key, value = parse_override(text)
+        merge({key: value}, f"-o {text}")
+
+    validate(conf, origins)
+    for key, setting in SCHEMA.items():  # a float setting given as 1 reads back as 1.0
+        if setting.kind == "float" and isinstance(conf[key], int):
+            conf[key] = float(conf[key])
+    return conf, origins
+
+
+def _resolve(name: str, cwd: Path) -> Path:
+    path = Path(name).expanduser()
+    return path if path.is_absolute() else cwd / path
+
+
+def read_yaml_file(path: Path, label: str) -> dict[str, Any]:
+    """Parse one storm.yaml into a mapping of string keys; `label` names it in errors.
+
+    An empty file is an empty mapping. Duplicate top-level keys are refused: YAML
+    would silently keep the last one, hiding the edit that was meant to count.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{label}: cannot read: {exc.strerror or exc}") from exc
+    loader = yaml.SafeLoader(data)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return {}
+        if isinstance(node, yaml.MappingNode):
+            _check_duplicate_keys(node)
+        settings = loader.construct_document(node)
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(_yaml_error(label, exc)) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{label}: invalid YAML: {exc}") from exc
+    finally:
+        loader.dispose()
+    if settings is None:
+        return {}
+    if not isinstance(settings, dict):
+        raise ConfigError(
+            f"{label}: top level must be a mapping of key: value, got {_describe(settings)}"
+        )
+    for key in settings:
+        if not isinstance(key, str):
+            raise ConfigError(
+                f"{label}: key {key!r} ({type(key).__name__}) is not a string; keys are "
+                f"dotted names such as topology.workers"
+            )
+    return settings
+
+
+def _check_duplicate_keys(node: yaml.MappingNode) -> None:
+    first: dict[str, yaml.Node] = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+            continue
+        if key_node.value in first:
+            line = first[key_node.value].start_mark.line + 1
+            raise yaml.MarkedYAMLError(
+                problem=f"duplicate key {key_node.value!r} (first set on line {line})",
+                problem_mark=key_node.start_mark,
+            )
+        first[key_node.value] = key_node
+
+
+def _yaml_error(label: str, exc: yaml.MarkedYAMLError) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    where = f"{label}, line {mark.line + 1}, column {mark.column + 1}" if mark else label
+    problem = exc.problem or str(exc)
+    if exc.context:
+        problem += f" ({exc.context})"
+    return f"{where}: invalid YAML: {problem}"
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Split ``key=value`` and parse the value as YAML, so that ``topology.workers=2``
+    gives the int 2 and ``supervisor.slots.ports=[7000,7001]`` a list, just as the
+    same line would in storm.yaml."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"-o {text}: expected key=value")
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"-o {text}: invalid YAML value: {problem}") from exc
+    return key, value
+
+
+# ------------------------------------------------------------------------ validation
+
+
+def validate(conf: Mapping[str, Any], origins: Mapping[str, str] | None = None) -> None:
+    """Check every known key's type and range, ordered pairs, typos among unknown keys
+    and that the transport class imports. `origins` maps key -> where it was set
+    (missing keys count as ``default``). Raises `ConfigError` on the first problem."""
+    origins = origins or {}
+
+    def fail(key: str, message: str) -> ConfigError:
+        return ConfigError(_where(key, origins) + message)
+
+    for key in conf:
+        if key not in SCHEMA:
+            suggestion = closest_key(key)
+            if suggestion is not None:
+                raise fail(key, f"unknown key; did you mean {suggestion}?")
+    for key, setting in SCHEMA.items():
+        if key not in conf:
+            raise fail(key, "missing (no default filled in)")
+        problem = check_value(setting, conf[key])
+        if problem is not None:
+            raise fail(key, problem)
+    for low, high in ORDERED_PAIRS:
+        if conf[low] is not None and conf[high] is not None and conf[low] > conf[high]:
+            low_is_default = origins.get(low, DEFAULT_ORIGIN) == DEFAULT_ORIGIN
+            blame, other = (high, low) if low_is_default else (low, high)
+            relation = "<=" if blame == low else ">="
+            raise fail(
+                blame,
+                f"must be {relation} {other} ({conf[other]!r}, from "
+                f"{origins.get(other, DEFAULT_ORIGIN)}), got {conf[blame]!r}",
+            )
+    if not conf["storm.zookeeper.root"].startswith("/"):
+        raise fail("storm.zookeeper.root", "must be an absolute ZooKeeper path starting with '/'")
+    for key in ("storm.local.dir", "storm.messaging.transport"):
+        if not conf[key].strip():
+            raise fail(key, "must not be empty")
+    ports = conf["supervisor.slots.ports"]
+    duplicates = sorted({p for p in ports if ports.count(p) > 1})
+    if duplicates:
+        raise fail("supervisor.slots.ports", f"duplicate ports {duplicates}")
+
+    from storm_zmq.messaging import TransportError, transport_class
+
+    try:
+        transport_class(conf["storm.messaging.transport"])
+    except TransportError as exc:
+        raise fail("storm.messaging.transport", str(exc)) from exc
+
+
+def check_value(setting: Setting, value: Any) -> str | None:
+    """Return what is wrong with `value` for `setting`, or None if it is fine."""
+    if value is None:
+        return None if setting.nullable else f"expected {_EXPECTED[setting.kind]}, got null"
+    if setting.kind.startswith("list["):
+        if not isinstance(value, list):
+            return f"expected {_EXPECTED[setting.kind]}, got {value!r} ({type(value).__name__})"
+        item_kind = setting.kind[5:-1]
+        for index, item in enumerate(value):
+            problem = _check_scalar(setting, item_kind, item)
+            if problem is not None:
+                return f"item {index}: {problem}"
+        if setting.kind == "list[str]" and not value:
+            return "must not be empty"
+        return None
+    return _check_scalar(setting, setting.kind, value)
+
+
+_EXPECTED = {
+    "int": "an integer",
+    "float": "a number",
+    "str": "a string",
+    "bool": "true or false",
+    "list[int]": "a list of integers",
+    "list[str]": "a list of strings",
+}
+
+_ACCEPTS: dict[str, tuple[type, ...]] = {
+    "int": (int,),
+    "float": (int, float),
+    "str": (str,),
+    "bool": (bool,),
+}
+
+
+def _check_scalar(setting: Setting, kind: str, value: Any) -> str | None:
+    if not isinstance(value, _ACCEPTS[kind]) or (kind != "bool" and isinstance(value, bool)):
+        return f"expected {_EXPECTED[kind]}, got {value!r} ({type(value).__name__})"
+    if kind == "str" and setting.kind == "list[str]" and not value.strip():
+        return "must not be empty"
+    if kind in ("int", "float"):
+        low, high = setting.minimum, setting.maximum
+        in_range = (low is None or value >= low) and (high is None or value <= high)
+        if not in_range:  # also catches NaN
+            if low is not None and high is not None:
+                return f"must be between {low} and {high}, got {value!r}"
+            if low is not None:
+                return f"must be >= {low}, got {value!r}"
+            return f"must be <= {high}, got {value!r}"
+    return None
+
+
+def closest_key(key: str) -> str | None:
+    """The known key `key` is probably a typo of, or None.
+
+    Only keys under storm. / topology. / supervisor. / nimbus. are checked, and only
+    up to edit distance 2 after treating ``_`` as ``.`` and ``millis`` as ``ms`` (so
+    ``linger.ms`` for ``linger.millis`` counts too). A plain difflib ratio would also
+    flag real Apache Storm keys such as ``storm.messaging.netty.min_wait_ms`` or
+    ``topology.executor.send.buffer.size``, which must pass through untouched.
+    """
+    if key in SCHEMA or not key.startswith(_CHECKED_PREFIXES):
+        return None
+    wanted = _normalize(key)
+    best: tuple[int, str] | None = None
+    for known in SCHEMA:
+        distance = _edit_distance(wanted, _normalize(known), limit=2)
+        if distance <= 2 and (best is None or distance < best[0]):
+            best = (distance, known)
+    return None if best is None else best[1]
+
+
+def _normalize(key: str) -> str:
+    return key.lower().replace("_", ".").replace("millis", "ms")
+
+
+def _edit_distance(a: str, b: str, limit: int) -> int:
+    """Optimal-string-alignment distance (an adjacent swap counts 1); strings whose
+    lengths alone differ by more than `limit` return `limit` + 1 without the work."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cost = 0 if ca == cb else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def _where(key: str, origins: Mapping[str, str]) -> str:
+    origin = origins.get(key, DEFAULT_ORIGIN)
+    if origin.startswith("-o "):  # the option text already names the key
+        return f"{origin}: "
+    return f"{origin}: {key}: "
+
+
+def _describe(value: Any) -> str:
+    names = {
+        list: "a list", str: "a string", int: "an integer", float: "a number", bool: "a boolean"
+    }
+    return names.get(type(value), f"a {type(value).__name__}")
