@@ -1,0 +1,40 @@
+"""The settings every network transport reads, under its own key prefix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class LinkSettings:
+    """Frame sizes, send blocking and reconnect backoff, from
+    `storm.messaging.<transport>.*` (defaults in `storm_zmq.config`)."""
+
+    batch_size: int
+    max_frame_size: int
+    send_timeout: float | None  # seconds; None blocks while the peer applies backpressure
+    min_wait: float  # reconnect backoff, seconds
+    max_wait: float
+
+    @classmethod
+    def from_conf(cls, conf: dict[str, Any], prefix: str) -> LinkSettings:
+        from storm_zmq.config import DEFAULTS
+
+        def get(key: str) -> Any:
+            full = prefix + key
+            return conf.get(full, DEFAULTS[full])
+
+        timeout_ms = get("send.timeout.ms")
+        return cls(
+            batch_size=get("transfer.batch.size"),
+            max_frame_size=get("max.frame.size"),
+            send_timeout=None if timeout_ms < 0 else timeout_ms / 1000,
+            min_wait=get("min_wait_ms") / 1000,
+            max_wait=get("max_wait_ms") / 1000,
+        )
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait before reconnect attempt `attempt` (0-based): doubling
+        from min_wait, capped at max_wait."""
+        return min(self.max_wait, self.min_wait * (2 ** min(attempt, 30)))

@@ -1,0 +1,154 @@
+"""The batch frame codec shared by every network transport (docs/wire-format.md).
+
+Pure functions: no sockets, no threads, so every malformed input can be tested.
+
+A frame is the msgpack encoding of the version number (a positive fixint, so
+version 1 is the single byte 0x01) followed by the body, the msgpack array
+``[tasks, payloads]``: ``tasks`` is a bin of little-endian int32 task ids, one per
+message, and ``payloads`` an array of bin, one per message. Task ids travel as one
+packed blob because that is both smaller and faster to check than an array of ints.
+"""
+
+from __future__ import annotations
+
+import bisect
+import sys
+from array import array
+from collections.abc import Iterable, Sequence
+from itertools import accumulate, repeat
+from typing import Final
+
+import msgpack
+
+from storm_zmq.messaging.base import MessageTooLarge, TaskMessage, TransportError
+
+VERSION: Final = 1
+#: Worst-case bytes a frame spends besides payload bytes: version, array headers,
+#: the task blob's header (fixed part), and per message 4 (task id) + 5 (bin header).
+_FRAME_OVERHEAD: Final = 16
+_PER_MESSAGE_OVERHEAD: Final = 9
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_BIG_ENDIAN_HOST: Final = sys.byteorder == "big"
+_new_tuple = tuple.__new__
+
+
+class FrameError(TransportError):
+    """A received frame that cannot be delivered. `kind` is a stable counter name:
+    ``oversized``, ``version``, ``malformed`` (plus ``truncated`` and ``handshake``
+    from the transports that can observe them)."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind} frame: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+def encode_batch(
+    messages: Iterable[TaskMessage], target_size: int, max_frame_size: int
+) -> list[tuple[memoryview, int]]:
+    """Encode a batch as one frame, or as several when it exceeds `target_size`;
+    return each frame with the number of messages it carries, in order.
+
+    Every frame is at most `target_size` bytes unless a single message needs more,
+    in which case it travels alone up to `max_frame_size`; a message larger than
+    that raises `MessageTooLarge` before any frame is produced, so a caller never
+    sends half a batch because of one bad message. Invalid messages (a task id
+    that is not an int32, a payload that is not bytes) raise TypeError or
+    ValueError naming the problem.
+    """
+    msgs = messages if isinstance(messages, (list, tuple)) else list(messages)
+    if not msgs:
+        return []
+    try:
+        tasks, payloads = zip(*msgs, strict=True)
+    except (TypeError, ValueError):
+        raise TypeError("every message must be a TaskMessage(task, message)") from None
+    if not _ONLY_BYTES.issuperset(map(type, payloads)):
+        bad = next(p for p in payloads if type(p) is not bytes)
+        raise TypeError(f"TaskMessage.message must be bytes, got {type(bad).__name__}")
+    task_blob = _pack_tasks(tasks)
+    upper_bound = _FRAME_OVERHEAD + _PER_MESSAGE_OVERHEAD * len(payloads) + sum(map(len, payloads))
+    if upper_bound <= target_size:
+        return [(_pack_frame(task_blob, payloads), len(payloads))]
+    return _split_frames(task_blob, payloads, target_size, max_frame_size)
+
+
+def decode_frame(frame: bytes | memoryview, max_frame_size: int) -> list[TaskMessage]:
+    """Decode one frame into TaskMessages, or raise `FrameError` saying why not.
+
+    Accepts a memoryview so that a stream transport can decode in place.
+    """
+    size = len(frame)
+    if size > max_frame_size:
+        raise FrameError("oversized", f"{size} bytes exceeds the limit of {max_frame_size}")
+    if size == 0:
+        raise FrameError("malformed", "empty frame")
+    if frame[0] != VERSION:
+        raise FrameError("version", f"version byte {frame[0]}, this build speaks {VERSION}")
+    try:
+        body = msgpack.unpackb(memoryview(frame)[1:], use_list=False, raw=False)
+        task_blob, payloads = body
+    except Exception as exc:  # msgpack raises many kinds; all mean "not our body"
+        raise FrameError("malformed", f"body is not [tasks, payloads]: {exc!r}") from None
+    if type(task_blob) is not bytes or type(payloads) is not tuple:
+        raise FrameError("malformed", "body fields have the wrong types")
+    if len(task_blob) != 4 * len(payloads):
+        raise FrameError(
+            "malformed", f"{len(task_blob) // 4} task ids for {len(payloads)} payloads"
+        )
+    if not _ONLY_BYTES.issuperset(map(type, payloads)):
+        raise FrameError("malformed", "a payload is not bin")
+    tasks = array("i")
+    tasks.frombytes(task_blob)
+    if _BIG_ENDIAN_HOST:
+        tasks.byteswap()
+    return list(map(_new_tuple, repeat(TaskMessage), zip(tasks, payloads, strict=False)))  # lengths checked above
+
+
+_ONLY_BYTES: Final = frozenset((bytes,))
+
+
+def _pack_tasks(tasks: Sequence[int]) -> bytes:
+    try:
+        blob = array("i", tasks)
+    except (TypeError, OverflowError):
+        bad = next(
+            (t for t in tasks if type(t) is not int or not _INT32_MIN <= t <= _INT32_MAX), None
+        )
+        raise TypeError(f"task id must be an int32 integer, got {bad!r}") from None
+    if _BIG_ENDIAN_HOST:
+        blob.byteswap()
+    return blob.tobytes()
+
+
+def _pack_frame(task_blob: bytes, payloads: Sequence[bytes]) -> memoryview:
+    # A fresh Packer per frame: getbuffer() hands out its buffer without copying,
+    # which is 3x cheaper than packb() for 256 KiB frames (docs/benchmarks.md).
+    packer = msgpack.Packer(autoreset=False)
+    packer.pack(VERSION)
+    packer.pack((task_blob, payloads))
+    return packer.getbuffer()
+
+
+def _split_frames(
+    task_blob: bytes, payloads: Sequence[bytes], target_size: int, max_frame_size: int
+) -> list[tuple[memoryview, int]]:
+    """Cut a batch at message boundaries so each frame's worst-case size fits."""
+    sizes = [len(p) + _PER_MESSAGE_OVERHEAD for p in payloads]
+    for index, size in enumerate(sizes):
+        if size + _FRAME_OVERHEAD > max_frame_size:
+            raise MessageTooLarge(
+                f"message {index} of the batch is {size - _PER_MESSAGE_OVERHEAD} bytes; "
+                f"a frame may carry at most {max_frame_size - _FRAME_OVERHEAD - _PER_MESSAGE_OVERHEAD}"
+            )
+    cumulative = list(accumulate(sizes))
+    frames = []
+    start = 0
+    budget = target_size - _FRAME_OVERHEAD
+    while start < len(payloads):
+        before = cumulative[start - 1] if start else 0
+        end = bisect.bisect_right(cumulative, before + budget, lo=start)
+        end = max(end, start + 1)  # an oversized single message travels alone
+        frames.append((_pack_frame(task_blob[4 * start : 4 * end], payloads[start:end]), end - start))
+        start = end
+    return frames

@@ -1,0 +1,241 @@
+"""The brokerless ZeroMQ transport: one PULL bound per worker on its slot port,
+one PUSH per peer worker, one ZeroMQ message per batch frame.
+
+Bounded by design: high-water marks count frames (`storm.messaging.zmq.hwm`),
+`IMMEDIATE` keeps frames out of the queue of a peer that is not connected (so a
+send blocks instead of filling a dead pipe), `MAXMSGSIZE` refuses oversized frames
+before they are allocated, and a finite `LINGER` keeps close and term prompt.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import zmq
+from zmq.utils.monitor import parse_monitor_message
+
+from storm_zmq.messaging.base import Connection, SendTimeout, TaskMessage, TransportError
+from storm_zmq.messaging.base import Context as _Context
+from storm_zmq.messaging.counters import RefusalLog
+from storm_zmq.messaging.settings import LinkSettings
+from storm_zmq.messaging.wire import FrameError, decode_frame, encode_batch
+
+log = logging.getLogger(__name__)
+
+PREFIX = "storm.messaging.zmq."
+#: Frames a server decodes per recv() call at most: amortizes the call over many
+#: small frames while bounding what one call returns.
+MAX_FRAMES_PER_RECV = 64
+_HANDSHAKE_FAILURES = (
+    zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+    | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+)
+_MONITORED = _HANDSHAKE_FAILURES | zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED
+
+
+class Context(_Context):
+    """`storm.messaging.transport: storm_zmq.messaging.zmq.Context`."""
+
+    def __init__(self) -> None:
+        self._zmq: zmq.Context | None = None
+        self._pid = os.getpid()
+        self._connections: set[_ZmqConnection] = set()
+
+    def prepare(self, conf: dict[str, Any]) -> None:
+        from storm_zmq.config import DEFAULTS
+
+        def get(key: str) -> Any:
+            return conf.get(PREFIX + key, DEFAULTS[PREFIX + key])
+
+        self.link = LinkSettings.from_conf(conf, PREFIX)
+        self.hwm = get("hwm")
+        self.linger_ms = get("linger.millis")
+        self.heartbeat_ivl_ms = get("heartbeat.ivl.ms")
+        self.heartbeat_timeout_ms = get("heartbeat.timeout.ms")
+        # Created here, after the process started: a zmq context must not cross fork.
+        self._pid = os.getpid()
+        self._zmq = zmq.Context(io_threads=get("threads"))
+
+    def bind(self, storm_id: str, port: int) -> Connection:
+        sock = self._socket(zmq.PULL)
+        sock.setsockopt(zmq.RCVHWM, self.hwm)
+        # One byte of slack: libzmq refuses messages strictly larger than this.
+        sock.setsockopt(zmq.MAXMSGSIZE, self.link.max_frame_size)
+        try:
+            sock.bind(f"tcp://*:{port}")
+        except zmq.ZMQError as exc:
+            sock.close(linger=0)
+            raise TransportError(f"cannot bind port {port}: {exc.strerror}") from None
+        return self._track(_Server(self, sock, port))
+
+    def connect(self, storm_id: str, host: str, port: int) -> Connection:
+        sock = self._socket(zmq.PUSH)
+        sock.setsockopt(zmq.SNDHWM, self.hwm)
+        sock.setsockopt(zmq.IMMEDIATE, 1)
+        sock.setsockopt(zmq.RECONNECT_IVL, int(self.link.min_wait * 1000))
+        sock.setsockopt(zmq.RECONNECT_IVL_MAX, int(self.link.max_wait * 1000))
+        timeout = self.link.send_timeout
+        sock.setsockopt(zmq.SNDTIMEO, -1 if timeout is None else int(timeout * 1000))
+        sock.connect(f"tcp://{host}:{port}")
+        return self._track(_Client(self, sock, f"{host}:{port}"))
+
+    def term(self) -> None:
+        for connection in list(self._connections):
+            connection.close()
+        if self._zmq is not None:
+            self._zmq.term()
+            self._zmq = None
+
+    def _socket(self, kind: int) -> zmq.Socket:
+        if self._zmq is None:
+            raise TransportError("zmq transport used before prepare() or after term()")
+        if os.getpid() != self._pid:
+            raise TransportError("zmq transport context was created in another process")
+        sock = self._zmq.socket(kind)
+        sock.setsockopt(zmq.LINGER, self.linger_ms)
+        sock.setsockopt(zmq.HEARTBEAT_IVL, self.heartbeat_ivl_ms)
+        sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, self.heartbeat_timeout_ms)
+        sock.setsockopt(zmq.HEARTBEAT_TTL, self.heartbeat_timeout_ms)
+        return sock
+
+    def _track(self, connection: _ZmqConnection) -> _ZmqConnection:
+        self._connections.add(connection)
+        return connection
+
+    def _forget(self, connection: _ZmqConnection) -> None:
+        self._connections.discard(connection)
+
+
+class _ZmqConnection(Connection):
+    def __init__(self, context: Context, sock: zmq.Socket) -> None:
+        self._context = context
+        self._sock = sock
+        self._closed = False
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._sock.close()  # bounded by LINGER
+        self._context._forget(self)
+
+
+class _Server(_ZmqConnection):
+    def __init__(self, context: Context, sock: zmq.Socket, port: int) -> None:
+        super().__init__(context, sock)
+        self._max_frame_size = context.link.max_frame_size
+        self._monitor = sock.get_monitor_socket(_MONITORED)
+        self._poller = zmq.Poller()
+        self._poller.register(sock, zmq.POLLIN)
+        self._poller.register(self._monitor, zmq.POLLIN)
+        self.refused = RefusalLog(log, f"zmq server on port {port}")
+        self._frames = self._messages = self._bytes = 0
+        self._accepted = self._disconnects = 0
+
+    def recv(self, timeout: float | None = None) -> list[TaskMessage]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self._monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                self._read_monitor()
+            messages = self._drain()
+            if messages:
+                return messages
+            if deadline is None:
+                self._poller.poll()
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            self._poller.poll(remaining * 1000)
+
+    def _drain(self) -> list[TaskMessage]:
+        messages: list[TaskMessage] = []
+        recv = self._sock.recv
+        for _ in range(MAX_FRAMES_PER_RECV):
+            try:
+                frame = recv(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            self._frames += 1
+            self._bytes += len(frame)
+            try:
+                messages += decode_frame(frame, self._max_frame_size)
+            except FrameError as exc:
+                self.refused.record(exc.kind, str(exc))
+        self._messages += len(messages)
+        return messages
+
+    def _read_monitor(self) -> None:
+        while True:
+            try:
+                event = parse_monitor_message(self._monitor.recv_multipart(zmq.NOBLOCK))
+            except zmq.Again:
+                return
+            kind = event["event"]
+            if kind & _HANDSHAKE_FAILURES:
+                self.refused.record("handshake", "a connection that does not speak ZMTP")
+            elif kind == zmq.EVENT_ACCEPTED:
+                self._accepted += 1
+            elif kind == zmq.EVENT_DISCONNECTED:
+                # Peers that go away, and peers libzmq cut off for a frame above
+                # MAXMSGSIZE (it cannot tell us which).
+                self._disconnects += 1
+
+    def stats(self) -> dict[str, int]:
+        if self._monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            self._read_monitor()
+        counts = {
+            "frames_received": self._frames,
+            "messages_received": self._messages,
+            "bytes_received": self._bytes,
+            "connections_accepted": self._accepted,
+            "disconnects": self._disconnects,
+        }
+        counts.update({f"refused_{kind}": n for kind, n in self.refused.counts.items()})
+        return counts
+
+    def close(self) -> None:
+        if not self._closed:
+            self._sock.disable_monitor()
+            self._monitor.close(linger=0)
+        super().close()
+
+
+class _Client(_ZmqConnection):
+    def __init__(self, context: Context, sock: zmq.Socket, peer: str) -> None:
+        super().__init__(context, sock)
+        self._link = context.link
+        self._peer = peer
+        self._frames = self._messages = self._bytes = self._timeouts = 0
+
+    def send(self, messages: Iterable[TaskMessage]) -> None:
+        msgs = messages if isinstance(messages, list) else list(messages)
+        frames = encode_batch(msgs, self._link.batch_size, self._link.max_frame_size)
+        send = self._sock.send
+        sent_messages = 0
+        for frame, count in frames:
+            try:
+                send(frame, copy=False)  # pyzmq copies small frames anyway
+            except zmq.Again:
+                self._timeouts += 1
+                raise SendTimeout(
+                    f"peer {self._peer} took no frame within {self._link.send_timeout} s",
+                    unsent=msgs[sent_messages:],
+                ) from None
+            sent_messages += count
+            self._frames += 1
+            self._bytes += len(frame)
+        self._messages += sent_messages
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "frames_sent": self._frames,
+            "messages_sent": self._messages,
+            "bytes_sent": self._bytes,
+            "send_timeouts": self._timeouts,
+        }

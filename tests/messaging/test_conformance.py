@@ -1,0 +1,334 @@
+"""The behaviour every transport must show: one suite, run against each.
+
+Network transports run over real loopback sockets; the many-clients case uses
+real sender processes. Waiting is always a poll against a deadline.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import socket
+import struct
+import threading
+import time
+from typing import Any
+
+import msgpack
+import pytest
+import zmq
+
+from storm_zmq.messaging import Connection, SendTimeout, TaskMessage
+from tests.messaging.conftest import (
+    NETWORK_TRANSPORTS,
+    free_port,
+    transport_conf,
+)
+
+STORM_ID = "conformance-1"
+SEQ = struct.Struct("!II")  # (client, sequence number) at the start of a payload
+
+
+def receive_until(server: Connection, count: int, deadline_s: float = 20.0) -> list[TaskMessage]:
+    """Receive until `count` messages arrived; fail the test at the deadline."""
+    deadline = time.monotonic() + deadline_s
+    received: list[TaskMessage] = []
+    while len(received) < count:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"received {len(received)} of {count} messages before the deadline"
+        received += server.recv(timeout=min(remaining, 0.5))
+    return received
+
+
+def numbered(client: int, start: int, count: int, task: int = 7, pad: int = 0) -> list[TaskMessage]:
+    return [
+        TaskMessage(task, SEQ.pack(client, seq) + b"p" * pad) for seq in range(start, start + count)
+    ]
+
+
+# --- delivery ---------------------------------------------------------------------
+
+
+def test_one_connection_delivers_in_order(make_context: Any) -> None:
+    context = make_context()
+    port = free_port()
+    server = context.bind(STORM_ID, port)
+    client = context.connect(STORM_ID, "127.0.0.1", port)
+    for batch_start in range(0, 5000, 50):
+        client.send(numbered(0, batch_start, 50))
+    received = receive_until(server, 5000)
+    assert [SEQ.unpack_from(m.message)[1] for m in received] == list(range(5000))
+    assert all(isinstance(m, TaskMessage) and m.task == 7 for m in received)
+
+
+@pytest.mark.parametrize(
+    ("count", "size"),
+    [(1, 0), (1, 1), (10_000, 0), (10_000, 100), (1, 1 << 20), (12, 1 << 20)],
+    ids=["1x0B", "1x1B", "10000x0B", "10000x100B", "1x1MiB", "12x1MiB"],
+)
+def test_batches_and_payload_sizes_arrive_intact(
+    make_context: Any, count: int, size: int
+) -> None:
+    context = make_context()
+    port = free_port()
+    server = context.bind(STORM_ID, port)
+    client = context.connect(STORM_ID, "127.0.0.1", port)
+    sent = [TaskMessage(i % 1000 - 500, os.urandom(size)) for i in range(count)]
+    # From another thread: 12 MiB is more than the kernel buffers hold unread.
+    sender = threading.Thread(target=client.send, args=(sent,))
+    sender.start()
+    assert receive_until(server, count) == sent
+    sender.join(10)
+    assert not sender.is_alive()
+
+
+def test_task_ids_cover_int32_and_negative_control_range(make_context: Any) -> None:
+    context = make_context()
+    port = free_port()
+    server = context.bind(STORM_ID, port)
+    client = context.connect(STORM_ID, "127.0.0.1", port)
+    sent = [TaskMessage(t, b"x") for t in (-(2**31), -1, 0, 1, 2**31 - 1)]
+    client.send(sent)
+    assert receive_until(server, len(sent)) == sent
+
+
+def test_recv_returns_empty_list_when_timeout_passes(make_context: Any) -> None:
+    server = make_context().bind(STORM_ID, free_port())
+    started = time.monotonic()
+    assert server.recv(timeout=0.2) == []
+    assert 0.15 <= time.monotonic() - started < 2.0
+
+
+def _sender_process(name: str, port: int, client_id: int, batches: int, ready: Any) -> None:
+    from storm_zmq.messaging import load_context
+
+    context = load_context(transport_conf(name))
+    client = context.connect(STORM_ID, "127.0.0.1", port)
+    ready.wait(30)
+    for batch in range(batches):
+        client.send(numbered(client_id, batch * 100, 100))
+    client.close()
+    context.term()
+
+
+@pytest.mark.parametrize("transport", NETWORK_TRANSPORTS)
+def test_many_client_processes_feed_one_server(make_context: Any, transport: str) -> None:
+    context = make_context()
+    port = free_port()
+    server = context.bind(STORM_ID, port)
+    spawn = multiprocessing.get_context("spawn")
+    ready = spawn.Event()
+    senders = [
+        spawn.Process(target=_sender_process, args=(transport, port, cid, 50, ready))
+        for cid in range(3)
+    ]
+    for process in senders:
+        process.start()
+    ready.set()
+    received = receive_until(server, 3 * 50 * 100, deadline_s=60)
+    for process in senders:
+        process.join(30)
+        assert process.exitcode == 0
+    by_client: dict[int, list[int]] = {}
+    for message in received:
+        client_id, seq = SEQ.unpack_from(message.message)
+        by_client.setdefault(client_id, []).append(seq)
+    assert {cid: seqs for cid, seqs in by_client.items()} == {
+        cid: list(range(5000)) for cid in range(3)
+    }
+
+
+# --- recovery -----------------------------------------------------------------------
+
+
+def test_client_recovers_when_server_restarts_on_same_port(make_context: Any) -> None:
+    context = make_context({"send.timeout.ms": 200, "min_wait_ms": 10, "max_wait_ms": 100})
+    port = free_port()
+    server = context.bind(STORM_ID, port)
+    client = context.connect(STORM_ID, "127.0.0.1", port)
+    client.send(numbered(0, 0, 1))
+    assert len(receive_until(server, 1)) == 1
+    server.close()
+
+    replacement = context.bind(STORM_ID, port)
+    deadline = time.monotonic() + 20
+    seq = 1
+    received: list[TaskMessage] = []
+    while not received:
+        assert time.monotonic() < deadline, "client never reached the restarted server"
+        try:
+            client.send(numbered(0, seq, 1))
+            seq += 1
+        except SendTimeout:
+            pass
+        received = replacement.recv(timeout=0.1)
+    # Frames sent after the restart arrive in order, without gaps once through.
+    client.send(numbered(0, seq, 1))
+    received += receive_until(replacement, 1)
+    seqs = [SEQ.unpack_from(m.message)[1] for m in received]
+    assert seqs == sorted(seqs) and seqs[-1] == seq
+
+
+def test_client_created_before_server_exists_delivers_once_it_binds(make_context: Any) -> None:
+    context = make_context({"min_wait_ms": 10, "max_wait_ms": 100})
+    port = free_port()
+    client = context.connect(STORM_ID, "127.0.0.1", port)
+    server = context.bind(STORM_ID, port)
+    client.send(numbered(0, 0, 3))
+    assert len(receive_until(server, 3)) == 3
+
+
+# --- backpressure ----------------------------------------------------------------
+
+
+def test_reader_that_stops_makes_sender_block_with_bounded_memory(make_context: Any) -> None:
+    """A server that does not read: sends time out after a bounded amount was
+    accepted, the timed-out batch is handed back, and everything accepted arrives."""
+    context = make_context(
+        {"send.timeout.ms": 200, "hwm": 4, "buffer_size": 65536, "transfer.batch.size": 65536}
+    )
+    port = free_port()
+    server = context.bind(STORM_ID, port)
+    client = context.connect(STORM_ID, "127.0.0.1", port)
+    batch_bytes = 64 * 1000
+    accepted = 0
+    refused: list[TaskMessage] = []
+    for batch in range(2000):  # at most 128 MB offered
+        messages = numbered(0, batch * 64, 64, pad=1000 - SEQ.size)
+        try:
+            client.send(messages)
+        except SendTimeout as exc:
+            refused = exc.unsent
+            break
+        accepted += 1
+    assert refused, "the sender was never told that the receiver stopped reading"
+    assert refused == messages
+    # Everything accepted is held in a bounded space: queues plus kernel buffers.
+    assert accepted * batch_bytes < 48 * (1 << 20), f"{accepted} batches accepted"
+    received = receive_until(server, accepted * 64, deadline_s=30)
+    seqs = [SEQ.unpack_from(m.message)[1] for m in received]
+    assert seqs == list(range(accepted * 64)), "an accepted message was lost or reordered"
+    assert server.recv(timeout=0.3) == []
+
+
+# --- close and term ----------------------------------------------------------------
+
+
+def test_close_and_term_are_prompt_with_unreachable_peer(make_context: Any) -> None:
+    context = make_context({"send.timeout.ms": 100})
+    client = context.connect(STORM_ID, "127.0.0.1", free_port())
+    with pytest.raises(SendTimeout):
+        client.send(numbered(0, 0, 10))
+    started = time.monotonic()
+    client.close()
+    context.term()
+    assert time.monotonic() - started < 2.0
+
+
+def test_close_and_term_are_prompt_with_peer_not_reading(make_context: Any) -> None:
+    context = make_context({"send.timeout.ms": 100, "hwm": 4})
+    port = free_port()
+    server = context.bind(STORM_ID, port)
+    client = context.connect(STORM_ID, "127.0.0.1", port)
+    for batch in range(200):
+        try:
+            client.send(numbered(0, batch * 64, 64, pad=1000))
+        except SendTimeout:
+            break
+    started = time.monotonic()
+    client.close()
+    server.close()
+    context.term()
+    assert time.monotonic() - started < 2.0
+
+
+# --- hostile input (network transports) -----------------------------------------
+
+
+def _raw_tcp(port: int, data: bytes, close: bool = True) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(data)
+    if close:
+        sock.close()
+    return sock
+
+
+def _frame(body: Any, version: int = 1) -> bytes:
+    return bytes([version]) + msgpack.packb(body)
+
+
+def _bad_frames() -> dict[str, bytes]:
+    good_body = (struct.pack("<i", 1), (b"x",))
+    return {
+        "version": _frame(good_body, version=9),
+        "malformed": b"\x01\xc1garbage",  # 0xc1 is never valid msgpack
+        "arity": _frame((struct.pack("<ii", 1, 2), (b"x",))),
+        "not-bin": _frame((struct.pack("<i", 1), ("text",))),
+        "empty": b"",
+    }
+
+
+def _send_garbage_zmq(port: int, max_frame_size: int) -> None:
+    """Hostile zmq peers: a non-ZMTP connection, bad frames, one oversized frame."""
+    _raw_tcp(port, os.urandom(4096))
+    _raw_tcp(port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    ctx = zmq.Context.instance()
+    push = ctx.socket(zmq.PUSH)
+    push.setsockopt(zmq.LINGER, 2000)
+    push.connect(f"tcp://127.0.0.1:{port}")
+    for frame in _bad_frames().values():
+        push.send(frame)
+    push.send(b"\x01" + b"x" * (max_frame_size + 10))
+    push.close()
+
+
+def _send_garbage_tcp(port: int, max_frame_size: int) -> None:
+    _raw_tcp(port, os.urandom(4096))  # almost surely an oversized length prefix
+    for frame in _bad_frames().values():
+        _raw_tcp(port, struct.pack("!I", len(frame)) + frame)
+    _raw_tcp(port, struct.pack("!I", 100) + b"\x01" * 50)  # truncated
+    _raw_tcp(port, struct.pack("!I", max_frame_size + 1) + b"\x01" * 100)  # oversized
+
+
+@pytest.mark.parametrize("transport", NETWORK_TRANSPORTS)
+def test_garbage_is_counted_and_dropped_while_good_clients_are_served(
+    make_context: Any, transport: str
+) -> None:
+    max_frame_size = 1 << 16
+    context = make_context({"max.frame.size": max_frame_size, "transfer.batch.size": 1 << 15})
+    port = free_port()
+    server = context.bind(STORM_ID, port)
+    good = context.connect(STORM_ID, "127.0.0.1", port)
+    good.send(numbered(0, 0, 10))
+    assert len(receive_until(server, 10)) == 10
+
+    (_send_garbage_zmq if transport == "zmq" else _send_garbage_tcp)(port, max_frame_size)
+    good.send(numbered(0, 10, 10))
+    received = receive_until(server, 10)
+    deadline = time.monotonic() + 10
+    expected_kinds = {"refused_version", "refused_malformed"} | (
+        {"refused_handshake"} if transport == "zmq" else {"refused_truncated", "refused_oversized"}
+    )
+    while not expected_kinds <= set(server.stats()) and time.monotonic() < deadline:
+        received += server.recv(timeout=0.1)
+    stats = server.stats()
+    assert expected_kinds <= set(stats), stats
+    # version, malformed, arity, not-bin and empty frames: each counted, none delivered
+    assert stats["refused_version"] >= 1
+    assert stats["refused_malformed"] >= 4
+    if transport == "zmq":
+        assert stats["refused_handshake"] >= 2
+        assert stats["disconnects"] >= 1  # the oversized frame cut its sender off
+    good.send(numbered(0, 20, 10))
+    received += receive_until(server, 10 - (len(received) - 10))
+    assert [SEQ.unpack_from(m.message)[1] for m in received] == list(range(10, 30))
+
+
+def test_bind_on_busy_port_is_a_clear_error(make_context: Any) -> None:
+    from storm_zmq.messaging import TransportError
+
+    context = make_context()
+    port = free_port()
+    context.bind(STORM_ID, port)
+    with pytest.raises(TransportError, match=f"port {port}"):
+        context.bind(STORM_ID, port)
