@@ -50,11 +50,12 @@ class FrameReader:
             (frame_size,) = LENGTH_PREFIX.unpack_from(self._buf, self._start)
             if frame_size <= self._max_frame_size:  # never allocate for a bad prefix
                 needed = max(needed, LENGTH_PREFIX.size + frame_size - pending)
-        if len(self._buf) - self._end < needed:
-            wanted = pending + needed
-            # A new buffer (never a resize: frames handed out may still be viewed)
-            # when the frame needs more room, or to give back what a big frame took.
-            if wanted > len(self._buf) or len(self._buf) > 4 * max(wanted, self._chunk_size):
+        wanted = pending + needed
+        # Give back what a big frame took once it is consumed.
+        too_big = len(self._buf) > 4 * max(wanted, self._chunk_size)
+        if too_big or len(self._buf) - self._end < needed:
+            # A new buffer, never a resize: frames handed out may still be viewed.
+            if too_big or wanted > len(self._buf):
                 fresh = bytearray(max(wanted, self._chunk_size))
                 fresh[:pending] = self._buf[self._start : self._end]
                 self._buf = fresh
