@@ -24,7 +24,7 @@ from storm_zmq.messaging.base import Context as _Context
 from storm_zmq.messaging.counters import RefusalLog
 from storm_zmq.messaging.settings import LinkSettings
 from storm_zmq.messaging.stream import FrameReader, length_prefix
-from storm_zmq.messaging.wire import FrameError, decode_frame, encode_batch
+from storm_zmq.messaging.wire import BatchEncoder, FrameError, decode_frame
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +180,7 @@ class _Client(Connection):
     def __init__(self, context: Context, host: str, port: int) -> None:
         self._context = context
         self._link = context.link
+        self._encoder = BatchEncoder(context.link.batch_size, context.link.max_frame_size)
         self._address = (host, port)
         self._peer = f"{host}:{port}"
         self._sock: socket.socket | None = None
@@ -195,33 +196,36 @@ class _Client(Connection):
         if self._closed:
             raise TransportError(f"send on a closed connection to {self._peer}")
         msgs = messages if isinstance(messages, list) else list(messages)
-        frames = encode_batch(msgs, self._link.batch_size, self._link.max_frame_size)
+        frames = self._encoder.encode(msgs)
         timeout = self._link.send_timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         sent_messages = 0
-        for frame, count in frames:
-            prefix = length_prefix(len(frame))
-            while True:
-                try:
-                    sock = self._connected(deadline)
-                    self._write(sock, prefix, frame, deadline)
-                    break
-                except _WriteTimeout as exc:
-                    if exc.written:  # half a frame is on the wire: the stream is spoilt
+        try:
+            for frame, count in frames:
+                prefix = length_prefix(len(frame))
+                while True:
+                    try:
+                        self._write(self._connected(deadline), prefix, frame, deadline)
+                        break
+                    except _WriteTimeout as exc:
+                        if exc.written:  # half a frame is on the wire: the stream is spoilt
+                            self._disconnect()
+                        self._timeouts += 1
+                        raise SendTimeout(
+                            f"peer {self._peer} took no frame within {timeout} s",
+                            unsent=msgs[sent_messages:],
+                        ) from None
+                    except OSError:
+                        # The peer went away; the frame was not completely written, so
+                        # the peer dropped it as truncated: send it whole on a new
+                        # connection.
                         self._disconnect()
-                    self._timeouts += 1
-                    raise SendTimeout(
-                        f"peer {self._peer} took no frame within {timeout} s",
-                        unsent=msgs[sent_messages:],
-                    ) from None
-                except OSError:
-                    # The peer went away; the frame was not completely written, so the
-                    # peer dropped it as truncated: send it whole on a new connection.
-                    self._disconnect()
-            sent_messages += count
-            self._frames += 1
-            self._bytes += len(frame) + len(prefix)
-        self._messages += sent_messages
+                sent_messages += count
+                self._frames += 1
+                self._bytes += len(frame) + len(prefix)
+        finally:
+            frames.close()  # type: ignore[attr-defined]
+            self._messages += sent_messages
         self._last_write_at = time.monotonic()
 
     def _connected(self, deadline: float | None) -> socket.socket:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import bisect
 import sys
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, repeat
+from operator import itemgetter
 from typing import Final
 
 import msgpack
@@ -30,6 +31,8 @@ _PER_MESSAGE_OVERHEAD: Final = 9
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _BIG_ENDIAN_HOST: Final = sys.byteorder == "big"
 _new_tuple = tuple.__new__
+_first = itemgetter(0)
+_second = itemgetter(1)
 
 
 class FrameError(TransportError):
@@ -43,34 +46,84 @@ class FrameError(TransportError):
         self.detail = detail
 
 
+class BatchEncoder:
+    """Encodes batches into frames, reusing one msgpack buffer per connection.
+
+    Reuse matters: a fresh 256 KiB buffer per frame is handed back to the kernel by
+    the allocator and faulted in again on the next batch, which measured 10x slower
+    for 16 KiB payloads (docs/benchmarks.md). So a frame is a view of the shared
+    buffer, valid until the next frame is requested: send (copy) it first.
+    """
+
+    def __init__(self, target_size: int, max_frame_size: int) -> None:
+        self.target_size = target_size
+        self.max_frame_size = max_frame_size
+        self._packer = msgpack.Packer(autoreset=False)
+
+    def encode(self, messages: Iterable[TaskMessage]) -> Iterator[tuple[memoryview, int]]:
+        """Check and plan the whole batch now, then yield each frame with the
+        number of messages it carries, in order.
+
+        Every frame is at most `target_size` bytes unless a single message needs
+        more, in which case it travels alone up to `max_frame_size`; a message
+        larger than that raises `MessageTooLarge` here, before any frame exists,
+        so a caller never sends half a batch because of one bad message. Invalid
+        messages (a task id that is not an int32, a payload that is not bytes)
+        raise TypeError naming the problem.
+        """
+        msgs = messages if isinstance(messages, (list, tuple)) else list(messages)
+        if len(msgs) == 1:
+            return self._single(msgs[0])
+        if not msgs:
+            return self._frames(b"", (), [])
+        if not _ONLY_TASK_MESSAGES.issuperset(map(type, msgs)) and not all(
+            isinstance(m, (tuple, list)) and len(m) == 2 for m in msgs
+        ):
+            raise TypeError("every message must be a TaskMessage(task, message)")
+        tasks = list(map(_first, msgs))
+        payloads = tuple(map(_second, msgs))
+        if not _ONLY_BYTES.issuperset(map(type, payloads)):
+            bad = next(p for p in payloads if type(p) is not bytes)
+            raise TypeError(f"TaskMessage.message must be bytes, got {type(bad).__name__}")
+        task_blob = _pack_tasks(tasks)
+        upper_bound = (
+            _FRAME_OVERHEAD + _PER_MESSAGE_OVERHEAD * len(payloads) + sum(map(len, payloads))
+        )
+        if upper_bound <= self.target_size:
+            return self._frames(task_blob, payloads, [(0, len(payloads))])
+        plan = _plan_split(payloads, self.target_size, self.max_frame_size)
+        return self._frames(task_blob, payloads, plan)
+
+    def _single(self, message: TaskMessage) -> Iterator[tuple[memoryview, int]]:
+        try:
+            task, payload = message
+        except (TypeError, ValueError):
+            raise TypeError("every message must be a TaskMessage(task, message)") from None
+        if type(payload) is not bytes:
+            raise TypeError(f"TaskMessage.message must be bytes, got {type(payload).__name__}")
+        if len(payload) + _FRAME_OVERHEAD + _PER_MESSAGE_OVERHEAD > self.max_frame_size:
+            _plan_split((payload,), self.target_size, self.max_frame_size)  # raises
+        return self._frames(_pack_tasks((task,)), (payload,), [(0, 1)])
+
+    def _frames(
+        self, task_blob: bytes, payloads: Sequence[bytes], plan: list[tuple[int, int]]
+    ) -> Iterator[tuple[memoryview, int]]:
+        packer = self._packer
+        for start, end in plan:
+            packer.reset()
+            packer.pack(VERSION)
+            packer.pack((task_blob[4 * start : 4 * end], payloads[start:end]))
+            with packer.getbuffer() as frame:
+                yield frame, end - start
+
+
 def encode_batch(
     messages: Iterable[TaskMessage], target_size: int, max_frame_size: int
-) -> list[tuple[memoryview, int]]:
-    """Encode a batch as one frame, or as several when it exceeds `target_size`;
-    return each frame with the number of messages it carries, in order.
-
-    Every frame is at most `target_size` bytes unless a single message needs more,
-    in which case it travels alone up to `max_frame_size`; a message larger than
-    that raises `MessageTooLarge` before any frame is produced, so a caller never
-    sends half a batch because of one bad message. Invalid messages (a task id
-    that is not an int32, a payload that is not bytes) raise TypeError or
-    ValueError naming the problem.
-    """
-    msgs = messages if isinstance(messages, (list, tuple)) else list(messages)
-    if not msgs:
-        return []
-    try:
-        tasks, payloads = zip(*msgs, strict=True)
-    except (TypeError, ValueError):
-        raise TypeError("every message must be a TaskMessage(task, message)") from None
-    if not _ONLY_BYTES.issuperset(map(type, payloads)):
-        bad = next(p for p in payloads if type(p) is not bytes)
-        raise TypeError(f"TaskMessage.message must be bytes, got {type(bad).__name__}")
-    task_blob = _pack_tasks(tasks)
-    upper_bound = _FRAME_OVERHEAD + _PER_MESSAGE_OVERHEAD * len(payloads) + sum(map(len, payloads))
-    if upper_bound <= target_size:
-        return [(_pack_frame(task_blob, payloads), len(payloads))]
-    return _split_frames(task_blob, payloads, target_size, max_frame_size)
+) -> list[tuple[bytes, int]]:
+    """`BatchEncoder.encode` as a list of independent frames (bytes): for tests and
+    for the benchmark's baselines, which pre-encode what they send."""
+    encoder = BatchEncoder(target_size, max_frame_size)
+    return [(bytes(frame), count) for frame, count in encoder.encode(messages)]
 
 
 def decode_frame(frame: bytes | memoryview, max_frame_size: int) -> list[TaskMessage]:
@@ -106,6 +159,7 @@ def decode_frame(frame: bytes | memoryview, max_frame_size: int) -> list[TaskMes
 
 
 _ONLY_BYTES: Final = frozenset((bytes,))
+_ONLY_TASK_MESSAGES: Final = frozenset((TaskMessage,))
 
 
 def _pack_tasks(tasks: Sequence[int]) -> bytes:
@@ -121,19 +175,11 @@ def _pack_tasks(tasks: Sequence[int]) -> bytes:
     return blob.tobytes()
 
 
-def _pack_frame(task_blob: bytes, payloads: Sequence[bytes]) -> memoryview:
-    # A fresh Packer per frame: getbuffer() hands out its buffer without copying,
-    # which is 3x cheaper than packb() for 256 KiB frames (docs/benchmarks.md).
-    packer = msgpack.Packer(autoreset=False)
-    packer.pack(VERSION)
-    packer.pack((task_blob, payloads))
-    return packer.getbuffer()
-
-
-def _split_frames(
-    task_blob: bytes, payloads: Sequence[bytes], target_size: int, max_frame_size: int
-) -> list[tuple[memoryview, int]]:
-    """Cut a batch at message boundaries so each frame's worst-case size fits."""
+def _plan_split(
+    payloads: Sequence[bytes], target_size: int, max_frame_size: int
+) -> list[tuple[int, int]]:
+    """Cut a batch at message boundaries so each frame's worst-case size fits the
+    target; refuse a message that cannot fit even alone."""
     sizes = [len(p) + _PER_MESSAGE_OVERHEAD for p in payloads]
     for index, size in enumerate(sizes):
         if size + _FRAME_OVERHEAD > max_frame_size:
@@ -142,13 +188,13 @@ def _split_frames(
                 f"a frame may carry at most {max_frame_size - _FRAME_OVERHEAD - _PER_MESSAGE_OVERHEAD}"
             )
     cumulative = list(accumulate(sizes))
-    frames = []
+    plan = []
     start = 0
     budget = target_size - _FRAME_OVERHEAD
     while start < len(payloads):
         before = cumulative[start - 1] if start else 0
         end = bisect.bisect_right(cumulative, before + budget, lo=start)
         end = max(end, start + 1)  # an oversized single message travels alone
-        frames.append((_pack_frame(task_blob[4 * start : 4 * end], payloads[start:end]), end - start))
+        plan.append((start, end))
         start = end
-    return frames
+    return plan

@@ -22,14 +22,16 @@ from storm_zmq.messaging.base import Connection, SendTimeout, TaskMessage, Trans
 from storm_zmq.messaging.base import Context as _Context
 from storm_zmq.messaging.counters import RefusalLog
 from storm_zmq.messaging.settings import LinkSettings
-from storm_zmq.messaging.wire import FrameError, decode_frame, encode_batch
+from storm_zmq.messaging.wire import BatchEncoder, FrameError, decode_frame
 
 log = logging.getLogger(__name__)
 
 PREFIX = "storm.messaging.zmq."
-#: Frames a server decodes per recv() call at most: amortizes the call over many
-#: small frames while bounding what one call returns.
+#: What one recv() call drains at most: enough frames to amortize the call over
+#: small frames, few enough messages that a batch dies young (a long-lived batch of
+#: TaskMessages makes the garbage collector's passes long; docs/benchmarks.md).
 MAX_FRAMES_PER_RECV = 64
+MAX_MESSAGES_PER_RECV = 2048
 _HANDSHAKE_FAILURES = (
     zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
     | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
@@ -157,6 +159,8 @@ class _Server(_ZmqConnection):
         messages: list[TaskMessage] = []
         recv = self._sock.recv
         for _ in range(MAX_FRAMES_PER_RECV):
+            if len(messages) >= MAX_MESSAGES_PER_RECV:
+                break
             try:
                 frame = recv(zmq.NOBLOCK)
             except zmq.Again:
@@ -210,27 +214,31 @@ class _Client(_ZmqConnection):
     def __init__(self, context: Context, sock: zmq.Socket, peer: str) -> None:
         super().__init__(context, sock)
         self._link = context.link
+        self._encoder = BatchEncoder(context.link.batch_size, context.link.max_frame_size)
         self._peer = peer
         self._frames = self._messages = self._bytes = self._timeouts = 0
 
     def send(self, messages: Iterable[TaskMessage]) -> None:
         msgs = messages if isinstance(messages, list) else list(messages)
-        frames = encode_batch(msgs, self._link.batch_size, self._link.max_frame_size)
+        frames = self._encoder.encode(msgs)
         send = self._sock.send
         sent_messages = 0
-        for frame, count in frames:
-            try:
-                send(frame, copy=False)  # pyzmq copies small frames anyway
-            except zmq.Again:
-                self._timeouts += 1
-                raise SendTimeout(
-                    f"peer {self._peer} took no frame within {self._link.send_timeout} s",
-                    unsent=msgs[sent_messages:],
-                ) from None
-            sent_messages += count
-            self._frames += 1
-            self._bytes += len(frame)
-        self._messages += sent_messages
+        try:
+            for frame, count in frames:
+                try:
+                    send(frame, copy=True)  # copied: the encoder reuses its buffer
+                except zmq.Again:
+                    self._timeouts += 1
+                    raise SendTimeout(
+                        f"peer {self._peer} took no frame within {self._link.send_timeout} s",
+                        unsent=msgs[sent_messages:],
+                    ) from None
+                sent_messages += count
+                self._frames += 1
+                self._bytes += len(frame)
+        finally:
+            frames.close()  # type: ignore[attr-defined]
+            self._messages += sent_messages
 
     def stats(self) -> dict[str, int]:
         return {

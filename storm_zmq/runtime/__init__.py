@@ -1,0 +1,1 @@
+"""Running topologies: worker processes, executor threads, acking, local mode."""
