@@ -32,6 +32,8 @@ PREFIX = "storm.messaging.zmq."
 #: TaskMessages makes the garbage collector's passes long; docs/benchmarks.md).
 MAX_FRAMES_PER_RECV = 64
 MAX_MESSAGES_PER_RECV = 2048
+#: How long bind() waits for a port that a socket closed a moment ago still holds.
+BIND_RETRY_SECONDS = 1.0
 _HANDSHAKE_FAILURES = (
     zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
     | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
@@ -68,11 +70,19 @@ class Context(_Context):
         sock.setsockopt(zmq.RCVHWM, self.hwm)
         # One byte of slack: libzmq refuses messages strictly larger than this.
         sock.setsockopt(zmq.MAXMSGSIZE, self.link.max_frame_size)
-        try:
-            sock.bind(f"tcp://*:{port}")
-        except zmq.ZMQError as exc:
-            sock.close(linger=0)
-            raise TransportError(f"cannot bind port {port}: {exc.strerror}") from None
+        # libzmq releases a closed socket's port in its I/O thread, a moment after
+        # close() returns: a server rebinding its port waits that moment out.
+        deadline = time.monotonic() + BIND_RETRY_SECONDS
+        while True:
+            try:
+                sock.bind(f"tcp://*:{port}")
+                break
+            except zmq.ZMQError as exc:
+                if exc.errno == zmq.EADDRINUSE and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    continue
+                sock.close(linger=0)
+                raise TransportError(f"cannot bind port {port}: {exc.strerror}") from None
         return self._track(_Server(self, sock, port))
 
     def connect(self, storm_id: str, host: str, port: int) -> Connection:
