@@ -186,10 +186,13 @@ SCHEMA: dict[str, Setting] = {
     "topology.transfer.buffer.size": Setting(
         1000, "int", "Capacity of each worker's outbound transfer queue.", minimum=1),
     "topology.transfer.batch.size": Setting(
-        1, "int", "Tuples per batch handed to the transport (1 = lowest latency).",
+        1000, "int", "Output tuples an executor buffers at most before publishing them "
+        "mid-batch (Storm's default is 1; batches are what make Python fast, and "
+        "topology.batch.flush.interval.millis bounds the latency they add).",
         minimum=1),
     "topology.producer.batch.size": Setting(
-        1, "int", "Tuples an executor groups before publishing to a queue.", minimum=1),
+        100, "int", "Tuples a spout executor emits per round before publishing them "
+        "(Storm's default is 1; see topology.transfer.batch.size).", minimum=1),
     "topology.batch.flush.interval.millis": Setting(
         1, "int", "Partial batches are flushed after this long, bounding the latency "
         "batching adds (0 disables the flusher).", minimum=0),

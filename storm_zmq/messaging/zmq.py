@@ -201,7 +201,7 @@ class _Server(_ZmqConnection):
                 self._disconnects += 1
 
     def stats(self) -> dict[str, int]:
-        if self._monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        if not self._closed and self._monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             self._read_monitor()
         counts = {
             "frames_received": self._frames,

@@ -1,0 +1,65 @@
+"""``storm-zmq run``: run a topology in local mode, on real worker processes.
+
+The main job. No ZooKeeper: the assignment is computed here and the workers talk
+over the configured transport on loopback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from storm_zmq.cli import add_config_arguments, load_config_from_args
+from storm_zmq.config import parse_override
+from storm_zmq.messaging import TRANSPORT_ALIASES
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run a topology locally on real worker processes",
+        description="Run TOPOLOGY_FILE (a streamparse-style topologies/<name>.py) in local "
+        "mode: WORKERS worker processes on the ports of supervisor.slots.ports, over the "
+        "configured transport, until -t seconds pass, every spout is exhausted, or Ctrl-C.",
+    )
+    parser.add_argument("topology_file", metavar="TOPOLOGY_FILE")
+    parser.add_argument("-t", "--time", type=float, default=0.0, metavar="SECONDS",
+                        help="stop after this many seconds (0 = until Ctrl-C or exhausted)")
+    parser.add_argument("-w", "--workers", type=int, default=None,
+                        help="worker processes (default: topology.workers)")
+    parser.add_argument("--transport", choices=sorted(TRANSPORT_ALIASES), default=None,
+                        help="override storm.messaging.transport")
+    parser.add_argument("-n", "--name", default=None,
+                        help="the Topology class to run when the file defines several")
+    parser.add_argument("-d", "--debug", action="store_true",
+                        help="topology.debug: log every emit (component, task, stream)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    add_config_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from storm_zmq.runtime.local import RunOptions, run_local
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    conf = load_config_from_args(args)
+    if args.workers is not None and args.workers < 1:
+        from storm_zmq.cli import UsageError
+
+        raise UsageError(f"-w/--workers must be at least 1, got {args.workers}")
+    overrides = dict(parse_override(text) for text in args.overrides)
+    options = RunOptions(
+        topology_file=args.topology_file,
+        conf=conf,
+        seconds=args.time,
+        workers=args.workers,
+        transport=args.transport,
+        debug=args.debug,
+        topology_name=args.name,
+        overrides=overrides,
+        progress=not args.quiet,
+    )
+    result = run_local(options, sys.stdout)
+    return result.exit_code

@@ -1,0 +1,339 @@
+"""The component API, streamparse/pystorm compatible: Spout, Bolt, BatchingBolt,
+TicklessBatchingBolt, ReliableSpout and Tuple.
+
+Components never touch queues or sockets. Everything they emit, ack or fail goes to
+an injected `Collector` (the runtime's executor in a worker, or the in-process
+harness of `storm_zmq.testing`), which is what makes a bolt unit-testable by feeding
+it tuples and capturing what it does.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Protocol
+
+from storm_zmq.topology.spec import ComponentSpec
+
+
+class Tuple(NamedTuple):
+    """pystorm's Tuple. `values` is a namedtuple of the stream's fields, so both
+    `tup.values[0]` and `tup.values.word` work."""
+
+    id: Any
+    component: str
+    stream: str
+    task: int
+    values: Any
+
+    def is_tick_tuple(self) -> bool:
+        return self.stream == TICK_STREAM and self.component == SYSTEM_COMPONENT
+
+    def is_heartbeat_tuple(self) -> bool:  # pystorm API; there are no heartbeats here
+        return False
+
+
+SYSTEM_COMPONENT = "__system"
+TICK_STREAM = "__tick"
+
+
+class Collector(Protocol):
+    """What a component's emits, acks and fails go to (implemented by the runtime)."""
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        stream: str | None,
+        anchors: Sequence[Tuple] | None,
+        tup_id: Any,
+        direct_task: int | None,
+        need_task_ids: bool,
+    ) -> list[int] | None: ...
+
+    def ack(self, tup: Tuple) -> None: ...
+
+    def fail(self, tup: Tuple) -> None: ...
+
+    def report_error(self, exc: BaseException, tup: Tuple | None) -> None: ...
+
+    def report_exhausted(self) -> None: ...
+
+
+class Component:
+    """Base of spouts and bolts. Subclasses set `outputs` (field names for the
+    default stream, or `Stream` objects) and override the hooks."""
+
+    outputs: Sequence[Any] = ()
+    _kind = "component"
+
+    def __init__(self, collector: Collector | None = None, name: str = "", task: int = 0) -> None:
+        self._collector = collector
+        self.component_name = name
+        self.task_id = task
+        self.logger = logging.getLogger(f"storm_zmq.component.{name or type(self).__name__}")
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+        """Called once in the worker before any tuple; `context` is pystorm's dict
+        (``taskid``, ``componentid``, ``task->component``, ...)."""
+
+    def cleanup(self) -> None:
+        """Storm's cleanup hook: called once when the topology stops gracefully,
+        after in-flight tuples drained. A no-op by default."""
+
+    # -- helpers --------------------------------------------------------------------
+
+    def raise_exception(self, exc: BaseException, tup: Tuple | None = None) -> None:
+        """Report an error to Storm (pystorm API) without raising it here."""
+        assert self._collector is not None, "component is not running"
+        self._collector.report_error(exc, tup)
+
+    def log(self, message: str, level: str | None = None) -> None:
+        """pystorm's log(); prefer `self.logger`."""
+        self.logger.log(logging.getLevelName((level or "info").upper()), message)
+
+    @classmethod
+    def spec(cls, *args: Any, **kwargs: Any) -> ComponentSpec:
+        raise NotImplementedError
+
+
+class Spout(Component):
+    """A source of tuples. `next_tuple()` emits zero or more tuples per call;
+    return without emitting when there is nothing to do (the executor backs off)."""
+
+    _kind = "spout"
+
+    @classmethod
+    def spec(
+        cls, name: str | None = None, par: int | None = None, config: dict[str, Any] | None = None,
+        num_tasks: int | None = None,
+    ) -> ComponentSpec:
+        return ComponentSpec(
+            component_cls=cls, kind="spout", name=name, inputs=None, par=par, config=config,
+            num_tasks=num_tasks,
+        )
+
+    def next_tuple(self) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.next_tuple")
+
+    def ack(self, tup_id: Any) -> None:
+        """The tuple tree of `tup_id` completed."""
+
+    def fail(self, tup_id: Any) -> None:
+        """The tuple tree of `tup_id` failed or timed out."""
+
+    def activate(self) -> None:
+        """The topology became active: `next_tuple` will be called."""
+
+    def deactivate(self) -> None:
+        """The topology is being deactivated: `next_tuple` is no longer called."""
+
+    def emit(
+        self,
+        tup: Sequence[Any],
+        tup_id: Any = None,
+        stream: str | None = None,
+        direct_task: int | None = None,
+        need_task_ids: bool = False,
+    ) -> list[int] | None:
+        """Emit a tuple; with a `tup_id` it is tracked and `ack`/`fail` follow."""
+        assert self._collector is not None, "component is not running"
+        return self._collector.emit(tup, stream, None, tup_id, direct_task, need_task_ids)
+
+    def report_exhausted(self) -> None:
+        """Say that this spout will emit nothing more. `storm-zmq run` stops by
+        itself once every spout task said so and its pending tuples completed."""
+        assert self._collector is not None, "component is not running"
+        self._collector.report_exhausted()
+
+
+class ReliableSpout(Spout):
+    """pystorm's ReliableSpout: remembers what it emitted under each `tup_id` and
+    emits it again on `fail`, up to `max_fails` times per id (then gives up)."""
+
+    max_fails = 3
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.unacked_tuples: dict[Any, tuple[Sequence[Any], str | None, int | None]] = {}
+        self.failed_tuples: defaultdict[Any, int] = defaultdict(int)
+
+    def emit(
+        self,
+        tup: Sequence[Any],
+        tup_id: Any = None,
+        stream: str | None = None,
+        direct_task: int | None = None,
+        need_task_ids: bool = False,
+    ) -> list[int] | None:
+        if tup_id is None:
+            raise ValueError("ReliableSpout.emit needs a tup_id")
+        self.unacked_tuples[tup_id] = (tup, stream, direct_task)
+        return super().emit(tup, tup_id, stream, direct_task, need_task_ids)
+
+    def ack(self, tup_id: Any) -> None:
+        self.unacked_tuples.pop(tup_id, None)
+        self.failed_tuples.pop(tup_id, None)
+
+    def fail(self, tup_id: Any) -> None:
+        saved = self.unacked_tuples.get(tup_id)
+        if saved is None:
+            return
+        self.failed_tuples[tup_id] += 1
+        if self.failed_tuples[tup_id] > self.max_fails:
+            self.logger.warning("giving up on tuple %r after %d failures", tup_id, self.max_fails)
+            self.unacked_tuples.pop(tup_id, None)
+            self.failed_tuples.pop(tup_id, None)
+            return
+        values, stream, direct_task = saved
+        super().emit(values, tup_id, stream, direct_task)
+
+
+class Bolt(Component):
+    """Processes tuples. With `auto_ack` the input is acked after `process`
+    returns; with `auto_anchor` emits in `process` are anchored to the input; with
+    `auto_fail` an exception in `process` fails the input (then the error is
+    reported and the worker dies, as in Storm)."""
+
+    _kind = "bolt"
+    auto_anchor = True
+    auto_ack = True
+    auto_fail = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._current_tups: list[Tuple] | None = None
+
+    @classmethod
+    def spec(
+        cls,
+        name: str | None = None,
+        inputs: Any = None,
+        par: int | None = None,
+        config: dict[str, Any] | None = None,
+        num_tasks: int | None = None,
+    ) -> ComponentSpec:
+        return ComponentSpec(
+            component_cls=cls, kind="bolt", name=name, inputs=inputs, par=par, config=config,
+            num_tasks=num_tasks,
+        )
+
+    def process(self, tup: Tuple) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.process")
+
+    def process_tick(self, tup: Tuple) -> None:
+        """Called for each tick tuple (`topology.tick.tuple.freq.secs`)."""
+
+    def emit(
+        self,
+        tup: Sequence[Any],
+        stream: str | None = None,
+        anchors: Sequence[Tuple] | None = None,
+        direct_task: int | None = None,
+        need_task_ids: bool = False,
+    ) -> list[int] | None:
+        assert self._collector is not None, "component is not running"
+        if anchors is None and self.auto_anchor:
+            anchors = self._current_tups
+        return self._collector.emit(tup, stream, anchors, None, direct_task, need_task_ids)
+
+    def ack(self, tup: Tuple) -> None:
+        assert self._collector is not None, "component is not running"
+        self._collector.ack(tup)
+
+    def fail(self, tup: Tuple) -> None:
+        assert self._collector is not None, "component is not running"
+        self._collector.fail(tup)
+
+    # -- called by the executor -------------------------------------------------------
+
+    def _run_process(self, tup: Tuple) -> None:
+        """One input tuple through `process` with pystorm's auto-ack/anchor/fail."""
+        self._current_tups = [tup]
+        try:
+            self.process(tup)
+        except BaseException:
+            if self.auto_fail:
+                self.fail(tup)
+            raise
+        finally:
+            self._current_tups = None
+        if self.auto_ack:
+            self.ack(tup)
+
+    def _run_tick(self, tup: Tuple) -> None:
+        self.process_tick(tup)
+
+
+class BatchingBolt(Bolt):
+    """pystorm's BatchingBolt: tuples are grouped by `group_key(tup)` and handed to
+    `process_batch(key, tups)` on every `ticks_between_batches`-th tick tuple (so set
+    `topology.tick.tuple.freq.secs`, or its component config). Acks, anchors and
+    fails apply to the whole batch."""
+
+    ticks_between_batches = 1
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._batches: defaultdict[Any, list[Tuple]] = defaultdict(list)
+        self._ticks = 0
+
+    def group_key(self, tup: Tuple) -> Any:
+        return None
+
+    def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.process_batch")
+
+    def process(self, tup: Tuple) -> None:
+        self._batches[self.group_key(tup)].append(tup)
+
+    def _run_process(self, tup: Tuple) -> None:
+        self.process(tup)  # acked when its batch is processed
+
+    def _run_tick(self, tup: Tuple) -> None:
+        self.process_tick(tup)
+        self._ticks += 1
+        if self._ticks >= self.ticks_between_batches:
+            self._ticks = 0
+            self._flush_batches()
+
+    def _flush_batches(self) -> None:
+        batches, self._batches = self._batches, defaultdict(list)
+        for key, tups in batches.items():
+            self._current_tups = tups
+            try:
+                self.process_batch(key, tups)
+            except BaseException:
+                if self.auto_fail:
+                    for tup in tups:
+                        self.fail(tup)
+                raise
+            finally:
+                self._current_tups = None
+            if self.auto_ack:
+                for tup in tups:
+                    self.ack(tup)
+
+
+class TicklessBatchingBolt(BatchingBolt):
+    """A BatchingBolt whose batches are flushed every `secs_between_batches` seconds
+    without tick tuples: the executor calls `_maybe_flush()` between inputs."""
+
+    secs_between_batches = 2.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._next_flush = time.monotonic() + self.secs_between_batches
+        self._flush_lock = threading.Lock()
+
+    def _run_tick(self, tup: Tuple) -> None:
+        self.process_tick(tup)
+
+    def _maybe_flush(self, now: float) -> None:
+        if now >= self._next_flush:
+            self._next_flush = now + self.secs_between_batches
+            self._flush_batches()

@@ -1,0 +1,595 @@
+"""Executors: the threads that run a worker's tasks.
+
+An executor runs the tasks of one component. Its input is one bounded `BatchQueue`
+of lists of ``(task, item)`` pairs, where item is a `Tuple` (from this worker, no
+serialization) or the payload bytes of a remote tuple (decoded here, not in the
+receive thread, so decoding work is spread over executors). Its output is buffered
+per destination (local executor, or remote worker) and flushed once per input batch
+or spout round, so that every queue operation and every transport send moves a
+batch.
+
+Acking follows Storm exactly: the spout side draws root and edge ids and sends
+ACKER_INIT, bolts anchor with fresh edge ids per anchor and destination and send
+ACKER_ACK / ACKER_FAIL, and the `__acker` executor keeps `AckerState`; the pure
+bookkeeping lives in `storm_zmq.runtime.acking`.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from storm_zmq.component import (
+    SYSTEM_COMPONENT,
+    TICK_STREAM,
+    Bolt,
+    Spout,
+    TicklessBatchingBolt,
+    Tuple,
+)
+from storm_zmq.messaging.base import TaskMessage
+from storm_zmq.runtime.acking import (
+    ACKER_ACK_STREAM_ID,
+    ACKER_FAIL_STREAM_ID,
+    ACKER_INIT_STREAM_ID,
+    AckerState,
+    SpoutPending,
+    ack_messages,
+    acker_index,
+    anchor_roots,
+    spout_emit_ids,
+)
+from storm_zmq.runtime.assignment import ExecutorAssignment
+from storm_zmq.runtime.queues import BatchQueue, QueueClosed
+from storm_zmq.runtime.serialization import (
+    MalformedTuple,
+    TupleId,
+    decode_tuple,
+    encode_tuple,
+)
+
+if TYPE_CHECKING:
+    from storm_zmq.runtime.worker import WorkerState
+
+log = logging.getLogger(__name__)
+
+# Building Tuples and field namedtuples through tuple.__new__ skips the Python-level
+# constructors namedtuple generates (a third of a word count's time went there);
+# arity is checked once, at emit.
+_new = tuple.__new__
+
+#: A spout that emitted nothing waits this long for acks before calling next_tuple
+#: again (Storm's spout wait strategy), so an idle spout does not spin a core.
+IDLE_SPOUT_WAIT = 0.001
+
+
+class RemoteBatch(list):
+    """TaskMessages for one remote worker, as one element of the transfer queue."""
+
+    __slots__ = ("worker",)
+
+
+class ComponentFailed(Exception):
+    """A component raised: the worker reports it and dies, as Storm's does."""
+
+    def __init__(self, component: str, task: int, text: str) -> None:
+        super().__init__(f"component {component!r} task {task} failed:\n{text}")
+        self.component = component
+        self.task = task
+        self.text = text
+
+
+class _StreamRoute:
+    """Where one task's tuples on one stream go."""
+
+    __slots__ = ("stream", "values_cls", "arity", "choosers", "direct", "direct_targets")
+
+    def __init__(self, stream: str, values_cls: Any, arity: int, direct: bool) -> None:
+        self.stream = stream
+        self.values_cls = values_cls
+        self.arity = arity
+        self.choosers: list[Any] = []
+        self.direct = direct
+        self.direct_targets: frozenset[int] = frozenset()
+
+
+class TaskCollector:
+    """The `Collector` of one task: turns emits, acks and fails into deliveries."""
+
+    def __init__(self, executor: Executor, task: int, routes: dict[str, _StreamRoute]) -> None:
+        self._executor = executor
+        self._task = task
+        self._routes = routes
+        self._component = executor.component
+        self._is_spout = executor.is_spout
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        stream: str | None,
+        anchors: Sequence[Tuple] | None,
+        tup_id: Any,
+        direct_task: int | None,
+        need_task_ids: bool,
+    ) -> list[int] | None:
+        executor = self._executor
+        route = self._routes.get(stream or "default")
+        if route is None:
+            raise ValueError(
+                f"component {self._component!r} emitted on stream {stream!r}, which it does "
+                f"not declare (declared: {sorted(self._routes)})"
+            )
+        if len(values) != route.arity:
+            raise ValueError(
+                f"component {self._component!r} emitted {len(values)} values on stream "
+                f"{route.stream!r}, which has {route.arity} fields"
+            )
+        if direct_task is not None:
+            if not route.direct:
+                raise ValueError(
+                    f"component {self._component!r}: direct_task given for stream "
+                    f"{route.stream!r}, which is not declared direct"
+                )
+            if direct_task not in route.direct_targets:
+                raise ValueError(
+                    f"component {self._component!r}: direct_task {direct_task} is not a task "
+                    f"subscribed to stream {route.stream!r} "
+                    f"(subscribed: {sorted(route.direct_targets)})"
+                )
+            targets: Sequence[int] = (direct_task,)
+        elif route.direct:
+            raise ValueError(
+                f"component {self._component!r}: stream {route.stream!r} is direct; "
+                "emit needs direct_task"
+            )
+        elif len(route.choosers) == 1:
+            targets = route.choosers[0].choose(values)
+        else:
+            targets = [task for chooser in route.choosers for task in chooser.choose(values)]
+        executor.emitted += 1
+        if executor.debug:
+            log.info(
+                "emit component=%s task=%d stream=%s values=%r -> tasks %s",
+                self._component, self._task, route.stream, values, list(targets),
+            )
+        if self._is_spout:
+            if tup_id is not None:
+                executor._spout_emit_tracked(self._task, route, values, tup_id, targets)
+            else:
+                executor._deliver_untracked(self._task, route, values, targets)
+        elif anchors and executor.acking:
+            executor._deliver_anchored(self._task, route, values, anchors, targets)
+        else:
+            executor._deliver_untracked(self._task, route, values, targets)
+        return list(targets) if need_task_ids else None
+
+    def ack(self, tup: Tuple) -> None:
+        self._executor.acked += 1
+        tuple_id = tup.id
+        if type(tuple_id) is TupleId and self._executor.acking:
+            for root, xor in ack_messages(tuple_id.roots, tuple_id.ack_val):
+                self._executor._send_to_acker(self._task, ACKER_ACK_STREAM_ID, root, (root, xor))
+
+    def fail(self, tup: Tuple) -> None:
+        self._executor.failed += 1
+        tuple_id = tup.id
+        if type(tuple_id) is TupleId and self._executor.acking:
+            for root in tuple_id.roots:
+                self._executor._send_to_acker(self._task, ACKER_FAIL_STREAM_ID, root, (root,))
+
+    def report_error(self, exc: BaseException, tup: Tuple | None) -> None:
+        self._executor.errors_reported += 1
+        text = "".join(traceback.format_exception(exc))
+        log.error("component %r task %d reported an error%s:\n%s", self._component, self._task,
+                  f" on tuple {tup!r}" if tup is not None else "", text)
+
+    def report_exhausted(self) -> None:
+        self._executor._exhausted_tasks.add(self._task)
+
+
+class Executor(threading.Thread):
+    """Runs the tasks of one component; subclasses give the loop."""
+
+    is_spout = False
+
+    def __init__(self, worker: WorkerState, assignment: ExecutorAssignment) -> None:
+        super().__init__(name=f"executor-{assignment.component}-{assignment.index}", daemon=True)
+        self.worker = worker
+        self.assignment = assignment
+        self.component = assignment.component
+        self.index = assignment.index
+        self.incoming: BatchQueue[tuple[int, Any]] = worker.queues[assignment.index]
+        self.debug = bool(worker.conf.get("topology.debug"))
+        self.acking = bool(worker.assignment.ackers)
+        self._ackers = worker.assignment.ackers
+        self._rng = random.Random()  # seeded from os.urandom in this process: never shared
+        self._out_local: dict[int, list[tuple[int, Any]]] = {}
+        self._out_remote: dict[int, RemoteBatch] = {}
+        self._buffered = 0
+        # Output buffered beyond this is published mid-batch, bounding memory.
+        self._max_buffered = int(worker.conf.get("topology.transfer.batch.size") or 1000)
+        self.failure: ComponentFailed | None = None
+        self.stop_requested = threading.Event()
+        # counters, read by the worker's stats loop
+        self.emitted = self.acked = self.failed = self.executed = 0
+        self.malformed = self.errors_reported = 0
+        self._exhausted_tasks: set[int] = set()
+        self.components: dict[int, Any] = {}
+
+    # -- set-up -------------------------------------------------------------------
+
+    def build_components(self) -> None:
+        """Instantiate one component object per task and call `initialize`."""
+        definition = self.worker.definition
+        spec = definition.components.get(self.component)
+        for task in self.assignment.tasks:
+            routes = self.worker.routes_for(self.component, task, self._rng)
+            collector = TaskCollector(self, task, routes)
+            self.components[task] = self._instantiate(spec, collector, task)
+        for task, component in self.components.items():
+            component.initialize(self.worker.component_conf(self.component), self.worker.context_for(task))
+
+    def _instantiate(self, spec: Any, collector: TaskCollector, task: int) -> Any:
+        return spec.component_cls(collector=collector, name=self.component, task=task)
+
+    # -- thread ---------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            self.build_components()
+            self.worker.executor_ready(self)
+            self.loop()
+            self.flush()
+            for component in self.components.values():
+                component.cleanup()
+            self.flush()
+        except QueueClosed:
+            pass
+        except BaseException as exc:  # user code: report with traceback, the worker dies
+            task = getattr(exc, "_storm_task", self.assignment.tasks[0])
+            self.failure = ComponentFailed(self.component, task, "".join(traceback.format_exception(exc)))
+            self.worker.executor_failed(self)
+
+    def loop(self) -> None:
+        raise NotImplementedError
+
+    # -- input ----------------------------------------------------------------------
+
+    def _decode(self, task: int, item: Any) -> Tuple | None:
+        """A local item is already a Tuple; a remote one is payload bytes."""
+        if type(item) is not bytes:
+            return item
+        try:
+            source, stream, roots, values = decode_tuple(item)
+            return self.worker.make_tuple(source, stream, roots, values)
+        except MalformedTuple as exc:
+            self.malformed += 1
+            self.worker.refused.record("tuple", f"tuple for task {task}: {exc}")
+            return None
+
+    # -- output ---------------------------------------------------------------------
+
+    def _deliver_untracked(
+        self, source: int, route: _StreamRoute, values: Sequence[Any], targets: Sequence[int]
+    ) -> None:
+        location = self.worker.task_location
+        tup = None
+        payload = None
+        for target in targets:
+            where = location[target]
+            if where >= 0:
+                if tup is None:
+                    tup = _new(Tuple, (None, self.component, route.stream, source,
+                                       _new(route.values_cls, values)))
+                self._local(where, target, tup)
+            else:
+                if payload is None:
+                    payload = encode_tuple(source, route.stream, None, values, self.component)
+                self._remote(-1 - where, TaskMessage(target, payload))
+
+    def _deliver_with_roots(
+        self, source: int, route: _StreamRoute, values: Sequence[Any], target: int,
+        roots: dict[int, int] | None,
+    ) -> None:
+        where = self.worker.task_location[target]
+        if where >= 0:
+            tuple_id = TupleId(roots) if roots else None
+            self._local(
+                where, target,
+                _new(Tuple, (tuple_id, self.component, route.stream, source,
+                             _new(route.values_cls, values))),
+            )
+        else:
+            payload = encode_tuple(source, route.stream, roots or None, values, self.component)
+            self._remote(-1 - where, TaskMessage(target, payload))
+
+    def _deliver_anchored(
+        self, source: int, route: _StreamRoute, values: Sequence[Any],
+        anchors: Sequence[Tuple], targets: Sequence[int],
+    ) -> None:
+        anchor_ids = [a.id for a in anchors if type(a.id) is TupleId]
+        if not anchor_ids:
+            self._deliver_untracked(source, route, values, targets)
+            return
+        for target in targets:
+            self._deliver_with_roots(source, route, values, target, anchor_roots(anchor_ids, self._rng))
+
+    def _send_system(self, source: int, target: int, stream: str, values: tuple[Any, ...]) -> None:
+        where = self.worker.task_location[target]
+        if where >= 0:
+            self._local(where, target, _new(Tuple, (None, self.component, stream, source, values)))
+        else:
+            payload = encode_tuple(source, stream, None, values, self.component)
+            self._remote(-1 - where, TaskMessage(target, payload))
+
+    def _send_to_acker(self, source: int, stream: str, root: int, values: tuple[Any, ...]) -> None:
+        acker = self._ackers[acker_index(root, len(self._ackers))]
+        self._send_system(source, acker, stream, values)
+
+    def _local(self, executor: int, target: int, tup: Tuple) -> None:
+        batch = self._out_local.get(executor)
+        if batch is None:
+            batch = self._out_local[executor] = []
+        batch.append((target, tup))
+        self._buffered += 1
+        if self._buffered >= self._max_buffered:
+            self.flush()
+
+    def _remote(self, worker: int, message: TaskMessage) -> None:
+        batch = self._out_remote.get(worker)
+        if batch is None:
+            batch = self._out_remote[worker] = RemoteBatch()
+            batch.worker = worker
+        batch.append(message)
+        self._buffered += 1
+        if self._buffered >= self._max_buffered:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand buffered output on: one queue put per destination."""
+        if not self._buffered:
+            return
+        local, self._out_local = self._out_local, {}
+        remote, self._out_remote = self._out_remote, {}
+        self._buffered = 0
+        queues = self.worker.queues
+        for executor, batch in local.items():
+            self._put(queues[executor], batch)
+        for batch in remote.values():
+            self._put(self.worker.transfer, batch)
+
+    def _put(self, queue: BatchQueue[Any], batch: list[Any]) -> None:
+        while not queue.put(batch, timeout=0.05):
+            self._while_blocked()
+
+    def _while_blocked(self) -> None:
+        """Called while a downstream queue is full. Spouts keep taking acks here, so
+        that the acker never waits on a spout that waits on the acker's consumers."""
+        if self.worker.stopping.is_set() and self.stop_requested.is_set():
+            raise QueueClosed()
+
+
+class BoltExecutor(Executor):
+    def loop(self) -> None:
+        incoming = self.incoming
+        tickless = [c for c in self.components.values() if isinstance(c, TicklessBatchingBolt)]
+        while not self.stop_requested.is_set():
+            for batch in incoming.get_all(timeout=0.05):
+                for task, item in batch:
+                    tup = self._decode(task, item)
+                    if tup is None:
+                        continue
+                    component = self.components[task]
+                    try:
+                        if tup.stream == TICK_STREAM and tup.component == SYSTEM_COMPONENT:
+                            component._run_tick(tup)
+                        else:
+                            component._run_process(tup)
+                    except BaseException as exc:
+                        exc._storm_task = task  # type: ignore[attr-defined]
+                        raise
+                    self.executed += 1
+            if tickless:
+                now = time.monotonic()
+                for component in tickless:
+                    component._maybe_flush(now)
+            self.flush()
+
+
+class AckerExecutor(Executor):
+    """The `__acker` system bolt: XOR bookkeeping, completion sent to the spout task."""
+
+    def build_components(self) -> None:
+        self.state = AckerState.from_conf(self.worker.conf)
+
+    def loop(self) -> None:
+        state = self.state
+        incoming = self.incoming
+        interval = state.rotation_interval_secs
+        next_rotation = time.monotonic() + interval
+        while not self.stop_requested.is_set():
+            for batch in incoming.get_all(timeout=0.05):
+                for task, item in batch:
+                    tup = self._decode(task, item)
+                    if tup is None:
+                        continue
+                    stream, values = tup.stream, tup.values
+                    if stream == ACKER_ACK_STREAM_ID:
+                        outcome = state.ack(values[0], values[1])
+                    elif stream == ACKER_INIT_STREAM_ID:
+                        outcome = state.init(values[0], values[1], values[2])
+                    elif stream == ACKER_FAIL_STREAM_ID:
+                        outcome = state.fail(values[0])
+                    else:
+                        self.malformed += 1
+                        continue
+                    self.executed += 1
+                    if outcome is not None:
+                        reply = ACKER_ACK_STREAM_ID if outcome.kind == "ack" else ACKER_FAIL_STREAM_ID
+                        self._send_system(task, outcome.spout_task, reply, (outcome.root_id,))
+            now = time.monotonic()
+            if now >= next_rotation:
+                state.rotate()
+                next_rotation = now + interval
+            self.flush()
+
+
+class SpoutExecutor(Executor):
+    is_spout = True
+
+    def __init__(self, worker: WorkerState, assignment: ExecutorAssignment) -> None:
+        super().__init__(worker, assignment)
+        self.pending = SpoutPending.from_conf(worker.conf)
+        max_pending = worker.component_conf(self.component).get("topology.max.spout.pending")
+        self.max_pending = max_pending * len(assignment.tasks) if max_pending else None
+        self.batch_size = max(1, int(worker.conf.get("topology.producer.batch.size") or 1))
+        self.flush_interval = (worker.conf.get("topology.batch.flush.interval.millis") or 1) / 1000
+        self.active = False
+        self._activate_requested = threading.Event()
+        self._deactivate_requested = threading.Event()
+        self._backlog: deque[list[tuple[int, Any]]] = deque()
+        self._deferred_acks: list[tuple[int, Any]] = []
+        self.complete_latencies_ms: list[float] = []
+
+    @property
+    def pending_count(self) -> int:
+        return len(self.pending)
+
+    @property
+    def exhausted(self) -> bool:
+        return len(self._exhausted_tasks) == len(self.components)
+
+    def request_activate(self) -> None:
+        self._activate_requested.set()
+
+    def request_deactivate(self) -> None:
+        self._deactivate_requested.set()
+
+    def _spout_emit_tracked(
+        self, source: int, route: _StreamRoute, values: Sequence[Any], tup_id: Any,
+        targets: Sequence[int],
+    ) -> None:
+        if not self.acking or not targets:
+            # Storm: without ackers (or with nobody subscribed) a tracked emit is
+            # acked at once; deferred so that ack() never runs inside emit().
+            self._deliver_untracked(source, route, values, targets)
+            self._deferred_acks.append((source, tup_id))
+            return
+        ids = spout_emit_ids(self._rng, len(targets))
+        self.pending.add(ids.root_id, tup_id, route.stream, time.monotonic_ns(), task_id=source)
+        for target, edge in zip(targets, ids.edge_ids, strict=True):
+            self._deliver_with_roots(source, route, values, target, {ids.root_id: edge})
+        self._send_to_acker(source, ACKER_INIT_STREAM_ID, ids.root_id, (ids.root_id, ids.init_xor, source))
+
+    def _while_blocked(self) -> None:
+        super()._while_blocked()
+        # Take acks off our own queue (without running user code) so the acker,
+        # which may be what we wait for, can go on.
+        batches = self.incoming.get_all(timeout=0)
+        if batches:
+            self._backlog.extend(batches)
+
+    def loop(self) -> None:
+        interval = self.pending.rotation_interval_secs
+        next_rotation = time.monotonic() + interval
+        components = self.components
+        while not self.stop_requested.is_set():
+            self._control()
+            self._take_input(self.incoming.get_all(timeout=0))
+            now = time.monotonic()
+            if now >= next_rotation:
+                for expired in self.pending.rotate():
+                    self.failed += 1
+                    components[expired.task_id].fail(expired.msg_id)
+                next_rotation = now + interval
+            self._run_deferred_acks()
+            emitted = 0
+            if self.active and not self.exhausted:
+                deadline = now + self.flush_interval
+                while (
+                    emitted < self.batch_size
+                    and (self.max_pending is None or len(self.pending) < self.max_pending)
+                ):
+                    before = self.emitted
+                    for task, component in components.items():
+                        if task not in self._exhausted_tasks:
+                            try:
+                                component.next_tuple()
+                            except BaseException as exc:
+                                exc._storm_task = task  # type: ignore[attr-defined]
+                                raise
+                    if self.emitted == before or time.monotonic() >= deadline:
+                        emitted += self.emitted - before
+                        break
+                    emitted += self.emitted - before
+            self.flush()
+            if not emitted:
+                self._take_input(self.incoming.get_all(timeout=IDLE_SPOUT_WAIT))
+
+    def _control(self) -> None:
+        if self._activate_requested.is_set():
+            self._activate_requested.clear()
+            if not self.active:
+                self.active = True
+                for component in self.components.values():
+                    component.activate()
+        if self._deactivate_requested.is_set():
+            self._deactivate_requested.clear()
+            if self.active:
+                self.active = False
+                for component in self.components.values():
+                    component.deactivate()
+
+    def _take_input(self, batches: list[list[tuple[int, Any]]]) -> None:
+        while self._backlog:
+            self._handle_batch(self._backlog.popleft())
+        for batch in batches:
+            self._handle_batch(batch)
+
+    def _handle_batch(self, batch: list[tuple[int, Any]]) -> None:
+        pending = self.pending
+        components = self.components
+        for task, item in batch:
+            tup = self._decode(task, item)
+            if tup is None:
+                continue
+            if tup.stream == ACKER_ACK_STREAM_ID:
+                entry = pending.ack(tup.values[0])
+                if entry is not None:
+                    self.acked += 1
+                    latency = entry.complete_latency_ms(time.monotonic_ns())
+                    if len(self.complete_latencies_ms) < 100_000:
+                        self.complete_latencies_ms.append(latency)
+                    components[entry.task_id].ack(entry.msg_id)
+            elif tup.stream == ACKER_FAIL_STREAM_ID:
+                entry = pending.fail(tup.values[0])
+                if entry is not None:
+                    self.failed += 1
+                    components[entry.task_id].fail(entry.msg_id)
+            else:
+                self.malformed += 1
+
+    def _run_deferred_acks(self) -> None:
+        while self._deferred_acks:
+            acks, self._deferred_acks = self._deferred_acks, []
+            for task, tup_id in acks:
+                self.acked += 1
+                self.components[task].ack(tup_id)
+
+
+def executor_class(component_cls: type, component: str) -> Callable[..., Executor]:
+    from storm_zmq.runtime.assignment import ACKER
+
+    if component == ACKER:
+        return AckerExecutor
+    if issubclass(component_cls, Spout):
+        return SpoutExecutor
+    if issubclass(component_cls, Bolt):
+        return BoltExecutor
+    raise TypeError(f"component {component!r}: {component_cls!r} is neither a Spout nor a Bolt")

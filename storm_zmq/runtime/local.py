@@ -1,0 +1,273 @@
+"""Local mode: run a topology on this machine with real worker processes, no ZooKeeper.
+
+The runner computes the assignment itself, starts one worker process per slot port
+(multiprocessing "spawn": a ZeroMQ context must never cross fork), activates the
+spouts, shows progress, and stops gracefully: spouts are deactivated, in-flight
+tuples drain (bounded by `topology.message.timeout.secs`), then every worker stops
+its executors, which run their components' `cleanup()`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import socket
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from storm_zmq.config import ConfigError, validate
+from storm_zmq.messaging import TRANSPORT_ALIASES
+from storm_zmq.runtime.assignment import WorkerSlot, acker_executors, assign
+from storm_zmq.runtime.stats import RunStats
+from storm_zmq.runtime.worker import worker_main
+from storm_zmq.topology import load_topology
+
+READY_TIMEOUT = 120.0
+PROGRESS_INTERVAL = 2.0
+
+
+class RunError(Exception):
+    """Something about the run the user must fix (busy port, too few ports, ...)."""
+
+
+@dataclass
+class RunOptions:
+    topology_file: str
+    conf: dict[str, Any]
+    seconds: float = 0.0  # 0: until Ctrl-C or every spout is exhausted
+    workers: int | None = None
+    transport: str | None = None
+    debug: bool = False
+    topology_name: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    progress: bool = True
+
+
+@dataclass
+class RunResult:
+    exit_code: int
+    stats: RunStats
+    reason: str
+
+
+def prepare_run(options: RunOptions) -> tuple[Any, dict[str, Any], int]:
+    """Load and validate everything before any process starts: a mistake costs
+    nothing half-started."""
+    topology = load_topology(options.topology_file, options.topology_name)
+    definition = topology.definition()
+    conf = {**options.conf, **definition.config, **options.overrides}
+    if options.transport:
+        conf["storm.messaging.transport"] = TRANSPORT_ALIASES.get(options.transport, options.transport)
+    if options.debug:
+        conf["topology.debug"] = True
+    try:
+        validate(conf, {key: "topology config" for key in definition.config})
+    except ConfigError as exc:
+        raise RunError(str(exc)) from None
+    workers = options.workers or int(conf["topology.workers"])
+    if conf["storm.messaging.transport"] == TRANSPORT_ALIASES["local"] and workers > 1:
+        print("note: the local transport runs in one process; using 1 worker", file=sys.stderr)
+        workers = 1
+    if workers < 1:
+        raise RunError(f"need at least one worker, got {workers}")
+    return definition, conf, workers
+
+
+def check_ports(ports: list[int]) -> None:
+    for port in ports:
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("0.0.0.0", port))
+            except OSError as exc:
+                raise RunError(
+                    f"port {port} (from supervisor.slots.ports) is busy: {exc.strerror}; "
+                    "stop what uses it or choose other ports with "
+                    "-o supervisor.slots.ports=[...]"
+                ) from None
+
+
+def run_local(options: RunOptions, out: TextIO = sys.stdout) -> RunResult:
+    definition, conf, num_workers = prepare_run(options)
+    ports = list(conf["supervisor.slots.ports"])[:num_workers]
+    if len(ports) < num_workers:
+        raise RunError(
+            f"{num_workers} workers need {num_workers} ports, but supervisor.slots.ports has "
+            f"{len(conf['supervisor.slots.ports'])}"
+        )
+    check_ports(ports)
+    storm_id = f"{definition.name}-local-{uuid.uuid4().hex[:8]}"
+    parallelism = {name: (c.par, c.num_tasks) for name, c in definition.components.items()}
+    assignment = assign(
+        storm_id, parallelism, [WorkerSlot("127.0.0.1", p) for p in ports],
+        acker_executors(conf, num_workers),
+    )
+    stats = RunStats(definition)
+    runner = _Runner(options, conf, assignment, stats, out)
+    return runner.run()
+
+
+class _Runner:
+    def __init__(self, options: RunOptions, conf: dict[str, Any], assignment: Any, stats: RunStats, out: TextIO) -> None:
+        self.options = options
+        self.conf = conf
+        self.assignment = assignment
+        self.stats = stats
+        self.out = out
+        self.processes: list[Any] = []
+        self.pipes: list[Any] = []
+        self.interrupted = False
+        self.error: str | None = None
+        self.stopped: set[int] = set()
+
+    def run(self) -> RunResult:
+        previous = signal.signal(signal.SIGINT, self._on_interrupt)
+        try:
+            return self._run()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+            self._terminate()
+
+    def _on_interrupt(self, signum: int, frame: Any) -> None:
+        if self.interrupted:  # a second Ctrl-C: stop waiting for the drain
+            raise KeyboardInterrupt
+        self.interrupted = True
+        print("\nstopping (Ctrl-C again to stop at once) ...", file=sys.stderr)
+
+    def _run(self) -> RunResult:
+        spawn = multiprocessing.get_context("spawn")
+        for index in range(len(self.assignment.workers)):
+            parent, child = spawn.Pipe()
+            spec = {
+                "conf": self.conf,
+                "worker_index": index,
+                "assignment": self.assignment.to_dict(),
+                "topology_file": self.options.topology_file,
+                "topology_name": self.options.topology_name,
+            }
+            process = spawn.Process(target=worker_main, args=(spec, child), name=f"worker-{index}")
+            process.start()
+            child.close()
+            self.processes.append(process)
+            self.pipes.append(parent)
+        ports = ", ".join(str(w.port) for w in self.assignment.workers)
+        transport = self.conf["storm.messaging.transport"]
+        self._say(
+            f"{self.stats.topology}: {len(self.processes)} worker(s) on port(s) {ports}, "
+            f"transport {transport}, acking {'on' if self.assignment.ackers else 'off'}"
+        )
+        ready: set[int] = set()
+        deadline = time.monotonic() + READY_TIMEOUT
+        while len(ready) < len(self.processes):
+            if self._poll(0.1, ready) or self.interrupted:
+                return self._finish(1 if self.error else 130, "failed to start" if self.error else "interrupted")
+            if time.monotonic() > deadline:
+                self.error = f"workers not ready after {READY_TIMEOUT:.0f} s"
+                return self._finish(1, "failed to start")
+        self._broadcast("activate")
+        started = time.monotonic()
+        self.stats.start(started)
+        end = started + self.options.seconds if self.options.seconds > 0 else None
+        next_progress = started + PROGRESS_INTERVAL
+        reason = ""
+        while not reason:
+            if self._poll(0.1):
+                return self._finish(1, "a component failed")
+            now = time.monotonic()
+            if self.interrupted:
+                reason = "interrupted"
+            elif end is not None and now >= end:
+                reason = f"ran {self.options.seconds:g} s"
+            elif self.stats.all_spouts_exhausted():
+                reason = "every spout is exhausted"
+            if self.options.progress and now >= next_progress:
+                next_progress = now + PROGRESS_INTERVAL
+                self._say(self.stats.progress_line(now))
+        return self._stop_gracefully(reason)
+
+    def _stop_gracefully(self, reason: str) -> RunResult:
+        self._broadcast("deactivate")
+        timeout = float(self.conf["topology.message.timeout.secs"])
+        deadline = time.monotonic() + timeout
+        # Drained when two rounds of reports, each sent after the previous check,
+        # show nothing pending and nothing queued anywhere.
+        quiet_rounds = 0
+        since = time.monotonic()
+        while time.monotonic() < deadline and quiet_rounds < 2:
+            if self._poll(0.1):
+                return self._finish(1, "a component failed")
+            if self.stats.reported_since(since):
+                quiet_rounds = quiet_rounds + 1 if self.stats.drained() else 0
+                since = time.monotonic()
+        self._broadcast("stop")
+        deadline = time.monotonic() + 30
+        while len(self.stopped) < len(self.processes) and time.monotonic() < deadline:
+            if self._poll(0.1):
+                return self._finish(1, "a component failed")
+            if all(not p.is_alive() for p in self.processes):
+                break
+        return self._finish(0, reason)
+
+    def _finish(self, code: int, reason: str) -> RunResult:
+        if self.error:
+            print(f"error: {self.error}", file=sys.stderr)
+        self._broadcast("stop")
+        for process in self.processes:
+            process.join(10)
+        self.stats.stop(time.monotonic())
+        if code == 0 or self.stats.started_at is not None:
+            self._say(self.stats.summary(reason))
+        return RunResult(code, self.stats, reason)
+
+    def _poll(self, timeout: float, ready: set[int] | None = None) -> bool:
+        """Read what workers sent; True when one failed (self.error says why)."""
+        from multiprocessing.connection import wait
+
+        alive = [p for i, p in enumerate(self.pipes) if i not in self.stopped]
+        for pipe in wait(alive, timeout) if alive else []:
+            try:
+                message = pipe.recv()
+            except (EOFError, OSError):
+                index = self.pipes.index(pipe)
+                self.stopped.add(index)
+                if self.processes[index].exitcode not in (0, None) or not self.error:
+                    self.processes[index].join(5)
+                    if self.processes[index].exitcode != 0 and not self.error:
+                        self.error = f"worker {index} exited with code {self.processes[index].exitcode}"
+                        return True
+                continue
+            kind, index = message[0], message[1]
+            if kind == "ready" and ready is not None:
+                ready.add(index)
+            elif kind == "stats":
+                self.stats.update(index, message[2])
+            elif kind == "stopped":
+                self.stats.update(index, message[2])
+                self.stopped.add(index)
+            elif kind == "error":
+                self.error = message[2]
+                return True
+        return False
+
+    def _broadcast(self, command: str) -> None:
+        for index, pipe in enumerate(self.pipes):
+            if index in self.stopped:
+                continue
+            try:
+                pipe.send(command)
+            except OSError:
+                self.stopped.add(index)
+
+    def _terminate(self) -> None:
+        for process in self.processes:
+            if process.is_alive():
+                process.terminate()
+                process.join(5)
+            if process.is_alive():
+                process.kill()
+
+    def _say(self, text: str) -> None:
+        print(text, file=self.out, flush=True)

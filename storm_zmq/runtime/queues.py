@@ -1,0 +1,84 @@
+"""The bounded queue between threads of a worker.
+
+Elements are lists, never single items: batching is what makes Python fast enough,
+and one lock round trip moves a whole batch. The bound counts items (tuples), as
+Storm's `topology.executor.receive.buffer.size` does; a put that would pass the bound
+blocks its producer, so a slow consumer slows its producers instead of growing
+memory. A put is admitted while the queue holds less than `capacity` items, so the
+most a queue ever holds is `capacity` plus one batch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class QueueClosed(Exception):
+    """The queue was closed while a producer or consumer waited on it."""
+
+
+class BatchQueue(Generic[T]):
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError(f"queue capacity must be at least 1, got {capacity}")
+        self.capacity = capacity
+        self._batches: deque[list[T]] = deque()
+        self._items = 0
+        self._lock = threading.Lock()
+        self._not_empty = threading.Condition(self._lock)
+        self._not_full = threading.Condition(self._lock)
+        self._closed = False
+
+    def __len__(self) -> int:
+        """Items (not batches) queued now."""
+        return self._items
+
+    def put(self, batch: list[T], timeout: float | None = None) -> bool:
+        """Queue `batch`, waiting while the queue is full; False if `timeout`
+        seconds passed first. An empty batch is accepted and dropped."""
+        if not batch:
+            return True
+        with self._not_full:
+            if self._items >= self.capacity:
+                deadline = None if timeout is None else time.monotonic() + timeout
+                while self._items >= self.capacity:
+                    if self._closed:
+                        raise QueueClosed()
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    self._not_full.wait(remaining)
+            if self._closed:
+                raise QueueClosed()
+            self._batches.append(batch)
+            self._items += len(batch)
+            self._not_empty.notify()
+            return True
+
+    def get_all(self, timeout: float | None = None) -> list[list[T]]:
+        """Take every queued batch at once, waiting up to `timeout` for the first;
+        an empty list when the timeout passes (or the queue is closed and empty)."""
+        with self._not_empty:
+            if not self._batches:
+                if self._closed:
+                    return []
+                self._not_empty.wait(timeout)
+                if not self._batches:
+                    return []
+            batches = list(self._batches)
+            self._batches.clear()
+            self._items = 0
+            self._not_full.notify_all()
+            return batches
+
+    def close(self) -> None:
+        """Wake every waiter; later puts raise QueueClosed, gets drain what is left."""
+        with self._lock:
+            self._closed = True
+            self._not_empty.notify_all()
+            self._not_full.notify_all()

@@ -1,0 +1,135 @@
+"""What a local run shows: per-component counters aggregated over workers,
+rates, complete latency percentiles. Pure: fed the workers' reports and times."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from storm_zmq.runtime.assignment import ACKER
+
+_COUNTERS = ("emitted", "executed", "acked", "failed", "malformed", "queued", "pending",
+             "spout_tasks", "exhausted_tasks")
+
+
+class RunStats:
+    def __init__(self, definition: Any) -> None:
+        self.topology = definition.name
+        self.spouts = [name for name, c in definition.components.items() if c.kind == "spout"]
+        self.bolts = [name for name, c in definition.components.items() if c.kind == "bolt"]
+        self.latest: dict[int, dict[str, Any]] = {}
+        self.reported_at: dict[int, float] = {}
+        self.latencies_ms: list[float] = []
+        self.started_at: float | None = None
+        self.stopped_at: float | None = None
+        self._last_progress: tuple[float, dict[str, int]] | None = None
+
+    def start(self, now: float) -> None:
+        self.started_at = now
+
+    def stop(self, now: float) -> None:
+        self.stopped_at = now
+
+    def update(self, worker: int, report: dict[str, Any]) -> None:
+        for entry in report["components"].values():
+            self.latencies_ms += entry.pop("latencies_ms", [])
+        if len(self.latencies_ms) > 200_000:
+            self.latencies_ms = self.latencies_ms[-100_000:]
+        self.latest[worker] = report
+        self.reported_at[worker] = time.monotonic()
+
+    def reported_since(self, moment: float) -> bool:
+        return bool(self.reported_at) and all(t > moment for t in self.reported_at.values())
+
+    def totals(self) -> dict[str, dict[str, int]]:
+        """Per component, counters summed over workers."""
+        result: dict[str, dict[str, int]] = {}
+        for report in self.latest.values():
+            for name, entry in report["components"].items():
+                total = result.setdefault(name, dict.fromkeys(_COUNTERS, 0))
+                for key in _COUNTERS:
+                    total[key] += entry.get(key, 0)
+        return result
+
+    def all_spouts_exhausted(self) -> bool:
+        totals = self.totals()
+        spouts = [totals.get(name) for name in self.spouts]
+        return bool(spouts) and all(
+            s is not None and s["spout_tasks"] and s["exhausted_tasks"] == s["spout_tasks"]
+            and s["pending"] == 0
+            for s in spouts
+        )
+
+    def drained(self) -> bool:
+        totals = self.totals()
+        return all(t["pending"] == 0 and t["queued"] == 0 for t in totals.values()) and all(
+            r.get("transfer_queued", 0) == 0 for r in self.latest.values()
+        )
+
+    def percentile(self, fraction: float) -> float | None:
+        if not self.latencies_ms:
+            return None
+        ordered = sorted(self.latencies_ms)
+        return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+    def progress_line(self, now: float) -> str:
+        totals = self.totals()
+        counts = {name: t["emitted"] if name in self.spouts else t["executed"] for name, t in totals.items()}
+        rates: dict[str, float] = {}
+        if self._last_progress is not None:
+            then, previous = self._last_progress
+            span = max(now - then, 1e-9)
+            rates = {name: (counts[name] - previous.get(name, 0)) / span for name in counts}
+        self._last_progress = (now, counts)
+        elapsed = now - (self.started_at or now)
+        parts = []
+        for name in self.spouts + self.bolts:
+            t = totals.get(name)
+            if t is None:
+                continue
+            verb = "emitted" if name in self.spouts else "executed"
+            rate = f" ({_human(rates[name])}/s)" if name in rates else ""
+            extra = ""
+            if name in self.spouts:
+                extra = f", {_human(t['acked'])} acked, {_human(t['failed'])} failed"
+                if t["pending"]:
+                    extra += f", {_human(t['pending'])} pending"
+            parts.append(f"{name}: {_human(counts[name])} {verb}{rate}{extra}")
+        return f"[{elapsed:5.0f}s] " + " | ".join(parts)
+
+    def summary(self, reason: str) -> str:
+        totals = self.totals()
+        elapsed = max((self.stopped_at or time.monotonic()) - (self.started_at or 0), 1e-9)
+        lines = [f"{self.topology} stopped after {elapsed:.1f} s: {reason}"]
+        header = f"  {'component':<24} {'emitted':>12} {'executed':>12} {'acked':>12} {'failed':>9} {'rate/s':>10}"
+        lines.append(header)
+        for name in self.spouts + self.bolts + [ACKER]:
+            t = totals.get(name)
+            if t is None:
+                continue
+            main = t["emitted"] if name in self.spouts else t["executed"]
+            lines.append(
+                f"  {name:<24} {t['emitted']:>12,} {t['executed']:>12,} {t['acked']:>12,} "
+                f"{t['failed']:>9,} {main / elapsed:>10,.0f}"
+            )
+        p50, p99, p999 = self.percentile(0.5), self.percentile(0.99), self.percentile(0.999)
+        if p50 is not None:
+            lines.append(
+                f"  complete latency: p50 {p50:.2f} ms, p99 {p99:.2f} ms, p99.9 {p999:.2f} ms "
+                f"({len(self.latencies_ms):,} samples)"
+            )
+        refused: dict[str, int] = {}
+        for report in self.latest.values():
+            for kind, n in report.get("refused", {}).items():
+                refused[kind] = refused.get(kind, 0) + n
+        malformed = sum(t["malformed"] for t in totals.values())
+        if refused or malformed:
+            lines.append(f"  dropped input: {refused}, malformed tuples: {malformed}")
+        return "\n".join(lines)
+
+
+def _human(value: float) -> str:
+    for unit, scale in (("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.1f}{unit}"
+    return f"{value:.0f}"

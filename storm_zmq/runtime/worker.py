@@ -1,0 +1,383 @@
+"""A worker: one OS process bound to one slot port, running executors of one topology.
+
+Threads: one per executor, one receive thread (transport `recv` -> group by task's
+executor -> one list per executor onto its bounded queue), one send thread (bounded
+transfer queue -> group by destination worker -> one `send` per worker per batch),
+and the main thread, which talks to whoever started the worker over a pipe
+(activate, deactivate, stop; ready, stats, error, stopped) and injects tick tuples.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import random
+import sys
+import threading
+import time
+from typing import Any
+
+from storm_zmq.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple
+from storm_zmq.messaging import Connection, load_context
+from storm_zmq.messaging.counters import RefusalLog
+from storm_zmq.runtime.assignment import ACKER, Assignment
+from storm_zmq.runtime.executor import (
+    AckerExecutor,
+    Executor,
+    RemoteBatch,
+    SpoutExecutor,
+    _StreamRoute,
+    executor_class,
+)
+from storm_zmq.runtime.queues import BatchQueue, QueueClosed
+from storm_zmq.runtime.serialization import MalformedTuple, TupleId
+from storm_zmq.runtime.tuning import tune_gc
+from storm_zmq.topology import load_topology
+from storm_zmq.topology.grouping import make_chooser
+
+log = logging.getLogger(__name__)
+
+STATS_INTERVAL = 0.5
+_SYSTEM_STREAM_PREFIX = "__"
+
+
+class WorkerState:
+    """What the threads of one worker share. Everything here is set up before any
+    thread starts and read-only afterwards, except the queues and counters."""
+
+    def __init__(
+        self, conf: dict[str, Any], definition: Any, assignment: Assignment, worker_index: int
+    ) -> None:
+        self.conf = conf
+        self.definition = definition
+        self.assignment = assignment
+        self.worker_index = worker_index
+        self.storm_id = assignment.storm_id
+        self.stopping = threading.Event()
+        self.refused = RefusalLog(log, f"worker {worker_index}")
+        self.local_executors = assignment.executors_of(worker_index)
+        receive_size = int(conf["topology.executor.receive.buffer.size"])
+        self.queues: dict[int, BatchQueue[Any]] = {
+            e.index: BatchQueue(receive_size) for e in self.local_executors
+        }
+        self.transfer: BatchQueue[Any] = BatchQueue(int(conf["topology.transfer.buffer.size"]))
+        # >= 0: index of a local executor; < 0: -1 - index of the remote worker
+        self.task_location: dict[int, int] = {}
+        for executor in assignment.executors:
+            for task in executor.tasks:
+                self.task_location[task] = (
+                    executor.index if executor.worker == worker_index else -1 - executor.worker
+                )
+        self._values_classes: dict[tuple[str, str], Any] = {}
+        self._ready = threading.Semaphore(0)
+        self.failures: list[Executor] = []
+        self.failed = threading.Event()
+
+    # -- what executors ask -------------------------------------------------------
+
+    def component_conf(self, component: str) -> dict[str, Any]:
+        """Topology conf with the component's own `config` on top (Storm's rule)."""
+        spec = self.definition.components.get(component)
+        if spec is None or not spec.config:
+            return self.conf
+        return {**self.conf, **spec.config}
+
+    def context_for(self, task: int) -> dict[str, Any]:
+        """pystorm's context dict."""
+        return {
+            "taskid": task,
+            "componentid": self.assignment.task_component[task],
+            "task->component": {str(t): c for t, c in self.assignment.task_component.items()},
+            "stormid": self.storm_id,
+            "worker.port": self.assignment.workers[self.worker_index].port,
+        }
+
+    def values_class(self, component: str, stream: str) -> Any:
+        key = (component, stream)
+        cls = self._values_classes.get(key)
+        if cls is None:
+            fields = self.definition.components[component].outputs[stream].fields
+            cls = collections.namedtuple("Values", fields, rename=True)  # type: ignore[misc]
+            self._values_classes[key] = cls
+        return cls
+
+    def routes_for(self, component: str, task: int, rng: random.Random) -> dict[str, _StreamRoute]:
+        """Per stream of `component`: the choosers of every subscriber, for `task`."""
+        routes: dict[str, _StreamRoute] = {}
+        spec = self.definition.components[component]
+        local_tasks = {t for t, where in self.task_location.items() if where >= 0}
+        for stream_name, stream in spec.outputs.items():
+            route = _StreamRoute(
+                stream_name, self.values_class(component, stream_name), len(stream.fields),
+                stream.direct,
+            )
+            direct_targets: set[int] = set()
+            for consumer, grouping in self.definition.consumers(component, stream_name):
+                targets = sorted(self.assignment.component_tasks[consumer])
+                if stream.direct:
+                    direct_targets.update(targets)
+                else:
+                    route.choosers.append(
+                        make_chooser(grouping, stream.fields, targets, local_tasks, rng)
+                    )
+            route.direct_targets = frozenset(direct_targets)
+            routes[stream_name] = route
+        return routes
+
+    def make_tuple(
+        self, source: int, stream: str, roots: dict[int, int] | None, values: tuple[Any, ...]
+    ) -> Tuple:
+        """A Tuple from a decoded remote payload, checked against the topology."""
+        component = self.assignment.task_component.get(source)
+        if component is None:
+            raise MalformedTuple(f"unknown source task {source}")
+        tuple_id = TupleId(roots) if roots else None
+        if stream.startswith(_SYSTEM_STREAM_PREFIX):
+            return Tuple(tuple_id, component, stream, source, values)
+        spec = self.definition.components.get(component)
+        stream_def = spec.outputs.get(stream) if spec is not None else None
+        if stream_def is None:
+            raise MalformedTuple(f"component {component!r} has no stream {stream!r}")
+        if len(values) != len(stream_def.fields):
+            raise MalformedTuple(
+                f"{len(values)} values on stream {stream!r} of {component!r}, "
+                f"which has {len(stream_def.fields)} fields"
+            )
+        return tuple.__new__(  # type: ignore[return-value]
+            Tuple,
+            (tuple_id, component, stream, source,
+             tuple.__new__(self.values_class(component, stream), values)),
+        )
+
+    def executor_ready(self, executor: Executor) -> None:
+        self._ready.release()
+
+    def executor_failed(self, executor: Executor) -> None:
+        self.failures.append(executor)
+        self.failed.set()
+
+
+class Worker:
+    """Runs one worker in this process until told to stop or a component fails."""
+
+    def __init__(self, spec: dict[str, Any], pipe: Any) -> None:
+        self.spec = spec
+        self.pipe = pipe
+        self.conf: dict[str, Any] = spec["conf"]
+        self.index: int = spec["worker_index"]
+        self.assignment = Assignment.from_dict(spec["assignment"])
+        self.server: Connection | None = None
+        self.clients: dict[int, Connection] = {}
+
+    def run(self) -> int:
+        topology = load_topology(self.spec["topology_file"], self.spec.get("topology_name"))
+        definition = topology.definition()
+        state = self.state = WorkerState(self.conf, definition, self.assignment, self.index)
+        self.context = load_context(self.conf)
+        port = self.assignment.workers[self.index].port
+        self.server = self.context.bind(self.assignment.storm_id, port)
+        for index, slot in enumerate(self.assignment.workers):
+            if index != self.index:
+                self.clients[index] = self.context.connect(self.assignment.storm_id, slot.host, slot.port)
+        self.executors: list[Executor] = []
+        for ex in state.local_executors:
+            cls = None if ex.component == ACKER else definition.components[ex.component].component_cls
+            self.executors.append(executor_class(cls, ex.component)(state, ex))  # type: ignore[arg-type]
+        threads = [
+            threading.Thread(target=self._receive_loop, name="receive", daemon=True),
+            threading.Thread(target=self._send_loop, name="send", daemon=True),
+        ]
+        for thread in threads:
+            thread.start()
+        for executor in self.executors:
+            executor.start()
+        for _ in self.executors:  # every component initialized (or one failed)
+            while not state._ready.acquire(timeout=0.1):
+                if state.failed.is_set():
+                    return self._die()
+        tune_gc()
+        self.pipe.send(("ready", self.index))
+        code = self._main_loop()
+        self._shutdown(threads)
+        return code
+
+    # -- main thread ----------------------------------------------------------------
+
+    def _main_loop(self) -> int:
+        state = self.state
+        next_stats = time.monotonic()
+        ticks = self._tick_schedule()
+        while True:
+            if state.failed.is_set():
+                return self._die()
+            if self.pipe.poll(0.05):
+                try:
+                    command = self.pipe.recv()
+                except EOFError:  # whoever started us is gone: stop
+                    return 0
+                if command == "activate":
+                    for executor in self._spouts():
+                        executor.request_activate()
+                elif command == "deactivate":
+                    for executor in self._spouts():
+                        executor.request_deactivate()
+                elif command == "stop":
+                    return 0
+            now = time.monotonic()
+            for entry in ticks:
+                if now >= entry[0]:
+                    entry[0] = now + entry[1]
+                    executor = entry[2]
+                    tick = Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, -1, (entry[1],))
+                    state.queues[executor.index].put([(t, tick) for t in executor.assignment.tasks], timeout=0.05)
+            if now >= next_stats:
+                next_stats = now + STATS_INTERVAL
+                self.pipe.send(("stats", self.index, self.stats()))
+
+    def _tick_schedule(self) -> list[list[Any]]:
+        schedule = []
+        for executor in self.executors:
+            if executor.is_spout or isinstance(executor, AckerExecutor):
+                continue
+            freq = self.state.component_conf(executor.component).get("topology.tick.tuple.freq.secs")
+            if freq:
+                schedule.append([time.monotonic() + freq, freq, executor])
+        return schedule
+
+    def _spouts(self) -> list[SpoutExecutor]:
+        return [e for e in self.executors if isinstance(e, SpoutExecutor)]
+
+    def stats(self) -> dict[str, Any]:
+        components: dict[str, dict[str, Any]] = {}
+        for executor in self.executors:
+            entry = components.setdefault(
+                executor.component,
+                {"emitted": 0, "executed": 0, "acked": 0, "failed": 0, "malformed": 0,
+                 "queued": 0, "pending": 0, "spout_tasks": 0, "exhausted_tasks": 0,
+                 "latencies_ms": []},
+            )
+            entry["emitted"] += executor.emitted
+            entry["executed"] += executor.executed
+            entry["acked"] += executor.acked
+            entry["failed"] += executor.failed
+            entry["malformed"] += executor.malformed
+            entry["queued"] += len(executor.incoming)
+            if isinstance(executor, SpoutExecutor):
+                entry["pending"] += executor.pending_count
+                entry["spout_tasks"] += len(executor.components)
+                entry["exhausted_tasks"] += len(executor._exhausted_tasks)
+                samples, executor.complete_latencies_ms = executor.complete_latencies_ms, []
+                entry["latencies_ms"] += samples[:2000]
+        return {
+            "components": components,
+            "transfer_queued": len(self.state.transfer),
+            "refused": dict(self.state.refused.counts),
+            "transport": self.server.stats() if self.server is not None else {},
+        }
+
+    def _die(self) -> int:
+        failure = self.state.failures[0].failure
+        text = str(failure)
+        print(f"worker {self.index} (port {self.assignment.workers[self.index].port}): {text}",
+              file=sys.stderr, flush=True)
+        try:
+            self.pipe.send(("error", self.index, text))
+        except OSError:
+            pass
+        return 1
+
+    def _shutdown(self, threads: list[threading.Thread]) -> None:
+        """Stop executors (each flushes and runs cleanup), then drain the transfer
+        queue to the network, then close the transport."""
+        for executor in self.executors:
+            executor.stop_requested.set()
+        deadline = time.monotonic() + 10
+        for executor in self.executors:
+            executor.join(max(0.0, deadline - time.monotonic()))
+        self.state.stopping.set()
+        for thread in threads:
+            thread.join(max(0.1, deadline - time.monotonic()))
+        final = self.stats()
+        for client in self.clients.values():
+            client.close()
+        if self.server is not None:
+            self.server.close()
+        self.context.term()
+        self.pipe.send(("stopped", self.index, final))
+
+    # -- I/O threads ------------------------------------------------------------------
+
+    def _receive_loop(self) -> None:
+        state = self.state
+        server = self.server
+        assert server is not None
+        location = state.task_location
+        queues = state.queues
+        while not state.stopping.is_set():
+            messages = server.recv(timeout=0.1)
+            if not messages:
+                continue
+            by_executor: dict[int, list[Any]] = {}
+            for message in messages:
+                where = location.get(message.task, -1)
+                if where < 0:
+                    state.refused.record("unknown_task", f"message for task {message.task}, not in this worker")
+                    continue
+                batch = by_executor.get(where)
+                if batch is None:
+                    by_executor[where] = [message]
+                else:
+                    batch.append(message)
+            for executor, batch in by_executor.items():
+                try:
+                    while not queues[executor].put(batch, timeout=0.1):
+                        if state.stopping.is_set():
+                            return
+                except QueueClosed:
+                    return
+
+    def _send_loop(self) -> None:
+        state = self.state
+        transfer = state.transfer
+        while True:
+            batches = transfer.get_all(timeout=0.1)
+            if not batches:
+                if state.stopping.is_set():
+                    return
+                continue
+            grouped: dict[int, list[Any]] = {}
+            for batch in batches:
+                assert isinstance(batch, RemoteBatch)
+                existing = grouped.get(batch.worker)
+                if existing is None:
+                    grouped[batch.worker] = batch
+                else:
+                    existing.extend(batch)
+            for worker, messages in grouped.items():
+                self.clients[worker].send(messages)
+
+
+def worker_main(spec: dict[str, Any], pipe: Any) -> None:
+    """Entry point of a worker process (multiprocessing "spawn" target)."""
+    logging.basicConfig(
+        level=logging.INFO,
+        format=f"%(asctime)s worker-{spec['worker_index']} %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    try:
+        code = Worker(spec, pipe).run()
+    except BaseException as exc:
+        import traceback
+
+        text = "".join(traceback.format_exception(exc))
+        print(f"worker {spec['worker_index']} failed to start:\n{text}", file=sys.stderr, flush=True)
+        try:
+            pipe.send(("error", spec["worker_index"], text))
+        except OSError:
+            pass
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

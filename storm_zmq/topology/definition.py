@@ -1,0 +1,95 @@
+"""The resolved, validated topology model that the runtime and cluster consume.
+
+Why a separate model: the DSL (``Topology`` subclasses, specs referring to each other
+by object) is convenient to write but awkward to execute. A
+:class:`TopologyDefinition` has every name resolved, every grouping checked and
+every implicit default made explicit, so the runtime never re-validates anything.
+It holds only plain values (component classes are referenced, and pickle, by their
+import path), so it can be shipped to worker processes.
+
+The dataclasses are frozen; their ``dict`` fields are private copies made at
+resolution and must be treated as read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, NamedTuple
+
+from storm_zmq.topology.grouping import GroupingSpec
+from storm_zmq.topology.spec import ComponentKind
+from storm_zmq.topology.stream import Stream
+
+__all__ = ["ComponentDefinition", "InputDefinition", "TopologyDefinition"]
+
+
+class InputDefinition(NamedTuple):
+    """One subscription: ``(source_component, stream, grouping)``."""
+
+    component: str
+    stream: str
+    grouping: GroupingSpec
+
+
+@dataclass(frozen=True)
+class ComponentDefinition:
+    """One spout or bolt, resolved."""
+
+    name: str
+    component_cls: type
+    kind: ComponentKind
+    par: int
+    num_tasks: int
+    config: dict[str, Any]
+    inputs: tuple[InputDefinition, ...]
+    outputs: dict[str, Stream]
+
+    @property
+    def is_spout(self) -> bool:
+        return self.kind == "spout"
+
+    @property
+    def is_bolt(self) -> bool:
+        return self.kind == "bolt"
+
+
+@dataclass(frozen=True)
+class TopologyDefinition:
+    """A whole topology: ``components`` in definition order."""
+
+    name: str
+    config: dict[str, Any]
+    components: dict[str, ComponentDefinition]
+
+    @property
+    def spouts(self) -> dict[str, ComponentDefinition]:
+        return {n: c for n, c in self.components.items() if c.kind == "spout"}
+
+    @property
+    def bolts(self) -> dict[str, ComponentDefinition]:
+        return {n: c for n, c in self.components.items() if c.kind == "bolt"}
+
+    @cached_property
+    def _consumers(self) -> dict[tuple[str, str], list[tuple[str, GroupingSpec]]]:
+        index: dict[tuple[str, str], list[tuple[str, GroupingSpec]]] = {
+            (name, stream): [] for name, c in self.components.items() for stream in c.outputs
+        }
+        for consumer in self.components.values():
+            for source, stream, grouping in consumer.inputs:
+                index[(source, stream)].append((consumer.name, grouping))
+        return index
+
+    def consumers(self, component: str, stream: str) -> list[tuple[str, GroupingSpec]]:
+        """The ``(consumer_name, grouping)`` subscriptions to ``component``'s
+        ``stream``, in definition order; empty if the stream has no subscriber.
+        KeyError if the component does not exist or does not declare the stream."""
+        try:
+            return list(self._consumers[(component, stream)])
+        except KeyError:
+            if component not in self.components:
+                raise KeyError(f"topology {self.name}: no component {component!r}") from None
+            raise KeyError(
+                f"topology {self.name}: {component!r} declares no stream {stream!r} "
+                f"(it declares {list(self.components[component].outputs)})"
+            ) from None

@@ -1,0 +1,300 @@
+"""Stream groupings: what the user declares (:class:`Grouping`, :class:`GroupingSpec`)
+and the pure per-tuple target choosers the runtime runs (:func:`make_chooser`).
+
+Why pure choosers: choosing the receiving tasks is on the per-tuple hot path and
+its semantics must be exactly Storm's, so it lives here as small classes with no
+threads or sockets that the tests can drive directly. The runtime makes one chooser
+per (emitting task, subscribed stream) and calls ``chooser.choose(values)`` for
+every tuple. Choosers are not thread-safe: an executor owns its choosers.
+
+Semantics (Storm 2):
+
+* ``shuffle`` / ``none``: Storm 2's ``ShuffleGrouping`` — the target tasks are
+  shuffled once and then chosen round-robin, which spreads tuples exactly evenly.
+* ``local_or_shuffle``: shuffle among the target tasks in this worker, if there are
+  any, else among all of them.
+* ``fields``: a hash of the selected field values, modulo the number of target
+  tasks, indexes the *sorted* target task list. The hash is a CRC-32 of a canonical
+  encoding (UTF-8 for a str, the bytes themselves, the decimal digits of an int, or
+  msgpack of the selected values otherwise), so every process on every machine
+  picks the same task for the same key. Python's ``hash()`` cannot be used: it is
+  randomised per process for str and bytes. Values are grouped by that encoding,
+  so values that are equal in Python but of different types (``1`` and ``1.0``,
+  or dicts with different key order) may go to different tasks.
+* ``all``: every target task. ``global``: the lowest task id.
+* ``direct``: the emitter names the task (``emit(..., direct_task=t)``); the chooser
+  refuses to choose, and :func:`validate_direct_task` checks the emitter's choice.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import random
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+from zlib import crc32
+
+import msgpack
+
+from storm_zmq.topology.errors import TopologyError
+
+__all__ = [
+    "GROUPING_KINDS",
+    "Chooser",
+    "Grouping",
+    "GroupingSpec",
+    "fields_hash",
+    "make_chooser",
+    "validate_direct_task",
+]
+
+GROUPING_KINDS: Final = frozenset(
+    {"shuffle", "fields", "all", "global", "direct", "local_or_shuffle", "none"}
+)
+
+
+@dataclass(frozen=True, repr=False)
+class GroupingSpec:
+    """How a subscriber's tasks share a stream: a ``kind`` from
+    :data:`GROUPING_KINDS`, and for ``fields`` the (non-empty) field names."""
+
+    kind: str
+    fields: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in GROUPING_KINDS:
+            raise TopologyError(
+                f"unknown grouping {self.kind!r}; expected one of {sorted(GROUPING_KINDS)}"
+            )
+        if not isinstance(self.fields, (list, tuple)):
+            raise TopologyError(f"grouping fields must be a list of str, got {self.fields!r}")
+        fields = tuple(self.fields)
+        if self.kind == "fields":
+            if not fields:
+                raise TopologyError("fields grouping needs at least one field")
+            for field in fields:
+                if not isinstance(field, str) or not field:
+                    raise TopologyError(
+                        f"fields grouping: field names must be non-empty str, got {field!r}"
+                    )
+            if len(set(fields)) != len(fields):
+                raise TopologyError(f"fields grouping: duplicate field in {list(fields)!r}")
+        elif fields:
+            raise TopologyError(f"{self.kind} grouping takes no fields, got {list(fields)!r}")
+        object.__setattr__(self, "fields", fields)
+
+    def __repr__(self) -> str:
+        if self.kind == "fields":
+            return f"Grouping.fields({', '.join(map(repr, self.fields))})"
+        return f"Grouping.{self.kind.upper()}"
+
+
+class Grouping:
+    """streamparse's ``Grouping``: ``Grouping.SHUFFLE``, ``Grouping.fields("word")``...
+
+    An input listed without a grouping is ``SHUFFLE``, or ``DIRECT`` when the
+    stream is declared direct (streamparse's rule).
+    """
+
+    __slots__ = ()
+
+    SHUFFLE: Final = GroupingSpec("shuffle")
+    ALL: Final = GroupingSpec("all")
+    GLOBAL: Final = GroupingSpec("global")
+    DIRECT: Final = GroupingSpec("direct")
+    LOCAL_OR_SHUFFLE: Final = GroupingSpec("local_or_shuffle")
+    NONE: Final = GroupingSpec("none")
+
+    @staticmethod
+    def fields(*fields: str | list[str] | tuple[str, ...]) -> GroupingSpec:
+        """Partition the stream by the given fields: ``fields("a", "b")`` or
+        ``fields(["a", "b"])`` (streamparse accepts both)."""
+        if len(fields) == 1 and isinstance(fields[0], (list, tuple)):
+            names: tuple[Any, ...] = tuple(fields[0])
+        else:
+            names = fields
+        if not names:
+            raise TopologyError("Grouping.fields() needs at least one field name")
+        return GroupingSpec("fields", names)
+
+
+# -- choosers ----------------------------------------------------------------------------
+
+
+class Chooser(Protocol):
+    """Picks the target tasks of one tuple. The result may be a shared cached tuple:
+    callers must not mutate it."""
+
+    def choose(self, values: Sequence[Any]) -> Sequence[int]: ...
+
+
+def _new_packer() -> Callable[[Any], bytes]:
+    """A msgpack ``pack`` for one chooser: reusing a Packer is ~3x faster than
+    ``msgpack.packb``, and one per chooser keeps choosers independent of each other
+    (a Packer has an internal buffer and must not be shared between threads)."""
+    return msgpack.Packer(use_bin_type=True, autoreset=True).pack
+
+
+def _value_hash(value: Any, pack: Callable[[Any], bytes] = msgpack.packb) -> int:
+    """The stable hash of one grouping value (see the module docstring)."""
+    kind = type(value)
+    if kind is str:
+        return crc32(value.encode("utf-8", "surrogatepass"))
+    if kind is bytes:
+        return crc32(value)
+    if kind is int:
+        return crc32(b"%d" % value)
+    return _packed_hash((value,), pack)
+
+
+def _packed_hash(key: tuple[Any, ...], pack: Callable[[Any], bytes] = msgpack.packb) -> int:
+    try:
+        return crc32(pack(key))
+    except (TypeError, ValueError, OverflowError) as exc:
+        types = ", ".join(type(v).__name__ for v in key)
+        raise TypeError(
+            f"fields grouping: cannot hash values of type ({types}): {exc}; grouping "
+            "values must be msgpack-serializable"
+        ) from exc
+
+
+def fields_hash(key: Sequence[Any]) -> int:
+    """The stable, process-independent hash of the selected field values ``key``
+    (an unsigned 32-bit int). The fields chooser picks ``sorted_tasks[h % n]``."""
+    if len(key) == 1:
+        return _value_hash(key[0])
+    return _packed_hash(tuple(key))
+
+
+class _RoundRobinChooser:
+    """Storm 2's ShuffleGrouping: shuffle once, then cycle (exactly even spread)."""
+
+    __slots__ = ("_next",)
+
+    def __init__(self, tasks: Sequence[int], rng: random.Random) -> None:
+        choices = [(task,) for task in tasks]
+        rng.shuffle(choices)
+        self._next = itertools.cycle(choices).__next__
+
+    def choose(self, values: Sequence[Any]) -> Sequence[int]:
+        return self._next()
+
+
+class _ConstantChooser:
+    """``all`` and ``global``: the same targets for every tuple."""
+
+    __slots__ = ("_targets",)
+
+    def __init__(self, targets: tuple[int, ...]) -> None:
+        self._targets = targets
+
+    def choose(self, values: Sequence[Any]) -> Sequence[int]:
+        return self._targets
+
+
+class _SingleFieldChooser:
+    """Fields grouping on one field, with the str fast path inlined (word count)."""
+
+    __slots__ = ("_index", "_choices", "_n", "_pack")
+
+    def __init__(self, index: int, tasks: Sequence[int]) -> None:
+        self._index = index
+        self._choices = tuple((task,) for task in tasks)
+        self._n = len(tasks)
+        self._pack = _new_packer()
+
+    def choose(self, values: Sequence[Any]) -> Sequence[int]:
+        value = values[self._index]
+        if type(value) is str:
+            try:
+                return self._choices[crc32(value.encode()) % self._n]
+            except UnicodeEncodeError:  # lone surrogates: fall through to the slow path
+                pass
+        return self._choices[_value_hash(value, self._pack) % self._n]
+
+
+class _MultiFieldChooser:
+    """Fields grouping on several fields: msgpack of the selected values, CRC-32."""
+
+    __slots__ = ("_select", "_choices", "_n", "_pack")
+
+    def __init__(self, indexes: Sequence[int], tasks: Sequence[int]) -> None:
+        self._select = operator.itemgetter(*indexes)  # returns a tuple for >= 2 indexes
+        self._choices = tuple((task,) for task in tasks)
+        self._n = len(tasks)
+        self._pack = _new_packer()
+
+    def choose(self, values: Sequence[Any]) -> Sequence[int]:
+        return self._choices[_packed_hash(self._select(values), self._pack) % self._n]
+
+
+class _DirectChooser:
+    """Direct streams: the emitter names the task, so there is nothing to choose."""
+
+    __slots__ = ()
+
+    def choose(self, values: Sequence[Any]) -> Sequence[int]:
+        raise ValueError(
+            "cannot do a regular emit to a direct stream: emit with direct_task=<task id>"
+        )
+
+
+def make_chooser(
+    spec: GroupingSpec,
+    output_fields: Sequence[str],
+    target_tasks: Sequence[int],
+    local_tasks: Collection[int],
+    rng: random.Random,
+) -> Chooser:
+    """The chooser of one (emitting task, subscribed stream).
+
+    ``output_fields`` are the stream's declared fields, ``target_tasks`` the
+    subscriber's task ids (any order: fields and global work on the sorted list),
+    ``local_tasks`` the task ids running in this worker (for local_or_shuffle), and
+    ``rng`` seeds the shuffle order (pass a per-task Random so runs can be replayed).
+    """
+    tasks = tuple(sorted(set(target_tasks)))
+    if not tasks:
+        raise ValueError(f"{spec!r}: no target tasks")
+    kind = spec.kind
+    if kind in ("shuffle", "none"):
+        return _RoundRobinChooser(tasks, rng)
+    if kind == "local_or_shuffle":
+        local = [task for task in tasks if task in local_tasks]
+        return _RoundRobinChooser(local or tasks, rng)
+    if kind == "all":
+        return _ConstantChooser(tasks)
+    if kind == "global":
+        return _ConstantChooser(tasks[:1])
+    if kind == "direct":
+        return _DirectChooser()
+    # fields
+    output_fields = list(output_fields)
+    missing = [field for field in spec.fields if field not in output_fields]
+    if missing:
+        raise ValueError(f"{spec!r}: no field {missing[0]!r} in stream fields {output_fields!r}")
+    indexes = [output_fields.index(field) for field in spec.fields]
+    if len(indexes) == 1:
+        return _SingleFieldChooser(indexes[0], tasks)
+    return _MultiFieldChooser(indexes, tasks)
+
+
+def validate_direct_task(
+    task: int,
+    target_tasks: Collection[int],
+    component: str | None = None,
+    stream: str | None = None,
+) -> None:
+    """Check an emitter's ``direct_task`` against the tasks of a subscriber that uses
+    a direct grouping (pass a set or frozenset for speed). Raises ValueError naming
+    the task and the component."""
+    if type(task) is int and task in target_tasks:
+        return
+    who = f"component {component!r}" if component is not None else "the direct subscribers"
+    on = f" on stream {stream!r}" if stream is not None else ""
+    raise ValueError(
+        f"direct emit{on} to task {task!r}, which is not a task of {who} "
+        f"(its tasks: {sorted(target_tasks)})"
+    )

@@ -1,0 +1,151 @@
+"""Load a ``Topology`` subclass from a topology file in a streamparse project.
+
+streamparse layout::
+
+    <project>/topologies/wordcount.py   from bolts.wordcount import WordCountBolt
+    <project>/src/bolts/wordcount.py
+    <project>/src/spouts/words.py
+
+Components live in ``<project>/src`` and are imported as top-level modules, so both
+``<project>/src`` and ``<project>`` go on ``sys.path`` (and stay there: workers keep
+importing component modules by those names). The topology file itself is imported
+under a unique module name, so two topologies with the same file name never clash.
+
+Why the error wrapping: a topology file that fails to import is the commonest
+mistake, and the CLI should print one line saying which file, which exception and
+which line of the user's code, rather than a traceback through importlib.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import linecache
+import sys
+import sysconfig
+import traceback
+from pathlib import Path
+from types import ModuleType
+
+import storm_zmq
+from storm_zmq.topology.errors import TopologyError
+from storm_zmq.topology.topology import Topology
+
+__all__ = ["load_topology", "project_dir"]
+
+_counter = itertools.count(1)
+
+
+def project_dir(path: Path) -> Path:
+    """The project of a topology file: the grandparent of ``topologies/x.py``, else
+    the file's directory."""
+    parent = path.parent
+    return parent.parent if parent.name == "topologies" else parent
+
+
+def load_topology(path: str | Path, name: str | None = None) -> type[Topology]:
+    """Import the topology file ``path`` and return the ``Topology`` subclass it
+    defines (``name`` picks one by topology or class name when it defines several).
+    Raises :class:`TopologyError` for every failure."""
+    file = Path(path).expanduser().resolve()
+    if not file.is_file():
+        raise TopologyError(f"topology file not found: {file}")
+    project = project_dir(file)
+    _add_to_sys_path(project)
+    _add_to_sys_path(project / "src")  # src first: component modules win
+    module = _import_file(file)
+    return _pick_topology(file, module, name)
+
+
+def _add_to_sys_path(directory: Path) -> None:
+    entry = str(directory)
+    if directory.is_dir() and entry not in sys.path:
+        sys.path.insert(0, entry)
+
+
+def _import_file(file: Path) -> ModuleType:
+    module_name = f"_storm_zmq_topology_{next(_counter)}_{file.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None or spec.loader is None:
+        raise TopologyError(f"cannot import topology file {file}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    # registered before running it, as a normal import does (dataclasses, pickle
+    # and typing look the module up by name while its body runs)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except TopologyError:
+        del sys.modules[module_name]
+        raise
+    except Exception as exc:
+        del sys.modules[module_name]
+        where = _user_location(exc, file)
+        at = f" at {where}" if where else ""
+        raise TopologyError(
+            f"cannot import topology file {file}: {type(exc).__name__}: {exc}{at}"
+        ) from exc
+    return module
+
+
+def _user_location(exc: BaseException, file: Path) -> str:
+    """``file:line: source`` of the innermost frame in the user's code (not in the
+    standard library, site-packages, importlib or storm_zmq)."""
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
+        # the offending file never ran, so it is not in the traceback
+        return _location(exc.filename, exc.lineno, exc.text)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_user_file(f.filename)]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    return _location(frame.filename, frame.lineno or 0, frame.line)
+
+
+def _location(filename: str, lineno: int, text: str | None) -> str:
+    if text is None:
+        text = linecache.getline(filename, lineno)
+    text = text.strip()
+    return f"{filename}:{lineno}" + (f": {text}" if text else "")
+
+
+def _not_user_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    dirs = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    dirs.add(str(Path(storm_zmq.__file__).resolve().parent))
+    return tuple(str(Path(d).resolve()) + "/" for d in dirs)
+
+
+def _is_user_file(filename: str) -> bool:
+    if filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>
+        return False
+    resolved = str(Path(filename).resolve())
+    return not resolved.startswith(_not_user_dirs()) and "site-packages" not in resolved
+
+
+def _pick_topology(file: Path, module: ModuleType, name: str | None) -> type[Topology]:
+    found: list[type[Topology]] = []
+    for value in vars(module).values():
+        if (
+            isinstance(value, type)
+            and issubclass(value, Topology)
+            and value is not Topology
+            and value.__module__ == module.__name__
+            and value not in found
+        ):
+            found.append(value)
+    if not found:
+        raise TopologyError(
+            f"{file}: defines no Topology subclass (expected e.g. `class WordCount(Topology): ...`)"
+        )
+    if name is None:
+        if len(found) > 1:
+            raise TopologyError(
+                f"{file}: defines several topologies ({', '.join(t.name for t in found)}); "
+                "say which one by name"
+            )
+        return found[0]
+    for topology in found:
+        if name in (topology.name, topology.__name__):
+            return topology
+    raise TopologyError(
+        f"{file}: no topology named {name!r} (it defines {', '.join(t.name for t in found)})"
+    )

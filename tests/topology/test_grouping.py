@@ -1,0 +1,254 @@
+"""Groupings and the per-tuple target choosers (Storm's semantics)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import zlib
+from collections import Counter
+
+import pytest
+
+from storm_zmq.topology import Grouping, GroupingSpec, TopologyError
+from storm_zmq.topology.grouping import fields_hash, make_chooser, validate_direct_task
+
+WORDS = [f"word{i}" for i in range(500)] + ["", "é", "日本語", "dog", "cat"]
+
+# -- declaration ---------------------------------------------------------------------------
+
+
+def test_constants() -> None:
+    assert Grouping.SHUFFLE == GroupingSpec("shuffle")
+    assert Grouping.ALL.kind == "all"
+    assert Grouping.GLOBAL.kind == "global"
+    assert Grouping.DIRECT.kind == "direct"
+    assert Grouping.LOCAL_OR_SHUFFLE.kind == "local_or_shuffle"
+    assert Grouping.NONE.kind == "none"
+    assert Grouping.SHUFFLE.fields == ()
+
+
+def test_fields_varargs_list_and_tuple() -> None:
+    expected = GroupingSpec("fields", ("a", "b"))
+    assert Grouping.fields("a", "b") == expected
+    assert Grouping.fields(["a", "b"]) == expected
+    assert Grouping.fields(("a", "b")) == expected
+    assert Grouping.fields("a").fields == ("a",)
+
+
+def test_fields_given_a_list_is_stored_as_tuple() -> None:
+    spec = GroupingSpec("fields", ["a"])  # type: ignore[arg-type]
+    assert spec.fields == ("a",)
+    hash(spec)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Grouping.fields(), "Grouping.fields() needs at least one field name"),
+        (lambda: Grouping.fields([]), "Grouping.fields() needs at least one field name"),
+        (lambda: Grouping.fields("a", 1), "field names must be non-empty str, got 1"),
+        (lambda: Grouping.fields(""), "field names must be non-empty str, got ''"),
+        (lambda: Grouping.fields("a", "a"), "duplicate field in ['a', 'a']"),
+        (lambda: GroupingSpec("random"), "unknown grouping 'random'"),
+        (lambda: GroupingSpec("fields"), "fields grouping needs at least one field"),
+        (lambda: GroupingSpec("shuffle", ("a",)), "shuffle grouping takes no fields"),
+        (lambda: GroupingSpec("fields", "ab"), "grouping fields must be a list of str"),
+    ],
+)
+def test_invalid(make, message: str) -> None:
+    with pytest.raises(TopologyError) as info:
+        make()
+    assert message in str(info.value)
+
+
+def test_repr() -> None:
+    assert repr(Grouping.SHUFFLE) == "Grouping.SHUFFLE"
+    assert repr(Grouping.LOCAL_OR_SHUFFLE) == "Grouping.LOCAL_OR_SHUFFLE"
+    assert repr(Grouping.fields("a", "b")) == "Grouping.fields('a', 'b')"
+
+
+# -- choosers ------------------------------------------------------------------------------
+
+
+def chooser(grouping: GroupingSpec, tasks=(3, 1, 2), fields=("word", "n"), local=(), seed=0):
+    return make_chooser(grouping, list(fields), list(tasks), set(local), random.Random(seed))
+
+
+@pytest.mark.parametrize("grouping", [Grouping.SHUFFLE, Grouping.NONE])
+def test_shuffle_is_exactly_even(grouping: GroupingSpec) -> None:
+    tasks = [5, 6, 7, 8, 9]
+    c = chooser(grouping, tasks)
+    counts = Counter(c.choose(("x", 1))[0] for _ in range(len(tasks) * 1000))
+    assert counts == {task: 1000 for task in tasks}
+
+
+def test_shuffle_is_round_robin_over_a_shuffled_order() -> None:
+    tasks = list(range(10, 20))
+    c = chooser(Grouping.SHUFFLE, tasks)
+    first = [c.choose(())[0] for _ in range(10)]
+    assert sorted(first) == tasks  # each task once per round
+    assert [c.choose(())[0] for _ in range(10)] == first  # then the same order again
+    orders = {
+        tuple(chooser(Grouping.SHUFFLE, tasks, seed=seed).choose(())[0] for _ in range(10))
+        for seed in range(20)
+    }
+    assert len(orders) > 1  # the order is shuffled, per rng
+
+
+def test_shuffle_returns_cached_tuples() -> None:
+    c = chooser(Grouping.SHUFFLE, [1, 2])
+    a, b, a2 = c.choose(()), c.choose(()), c.choose(())
+    assert a is a2 and a is not b and len(a) == 1
+
+
+def test_local_or_shuffle_prefers_local_tasks() -> None:
+    c = chooser(Grouping.LOCAL_OR_SHUFFLE, [1, 2, 3, 4], local={2, 4, 99})
+    counts = Counter(c.choose(())[0] for _ in range(1000))
+    assert counts == {2: 500, 4: 500}
+
+
+def test_local_or_shuffle_falls_back_to_all() -> None:
+    c = chooser(Grouping.LOCAL_OR_SHUFFLE, [1, 2, 3], local={7, 8})
+    counts = Counter(c.choose(())[0] for _ in range(300))
+    assert counts == {1: 100, 2: 100, 3: 100}
+
+
+def test_all_and_global() -> None:
+    assert tuple(chooser(Grouping.ALL, [3, 1, 2]).choose(("a", 1))) == (1, 2, 3)
+    assert tuple(chooser(Grouping.GLOBAL, [3, 1, 2]).choose(("a", 1))) == (1,)
+    c = chooser(Grouping.ALL)
+    assert c.choose(()) is c.choose(())
+
+
+def test_direct_chooser_refuses() -> None:
+    with pytest.raises(ValueError, match="direct_task"):
+        chooser(Grouping.DIRECT).choose(("a", 1))
+
+
+def test_validate_direct_task() -> None:
+    validate_direct_task(2, {1, 2, 3}, "count")
+    validate_direct_task(2, [1, 2, 3])
+    with pytest.raises(ValueError) as info:
+        validate_direct_task(7, frozenset({3, 1}), "count", "s")
+    assert str(info.value) == (
+        "direct emit on stream 's' to task 7, which is not a task of component 'count' "
+        "(its tasks: [1, 3])"
+    )
+    with pytest.raises(ValueError, match="task True"):
+        validate_direct_task(True, {1}, "count")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="the direct subscribers"):
+        validate_direct_task(5, {1})
+
+
+def test_make_chooser_errors() -> None:
+    with pytest.raises(ValueError, match="no target tasks"):
+        chooser(Grouping.SHUFFLE, [])
+    with pytest.raises(ValueError, match="no field 'x'"):
+        chooser(Grouping.fields("x"))
+
+
+def test_fields_single_str_is_crc32_of_utf8_over_sorted_tasks() -> None:
+    tasks = [40, 10, 30, 20]
+    c = chooser(Grouping.fields("word"), tasks)
+    for word in WORDS:
+        expected = sorted(tasks)[zlib.crc32(word.encode()) % 4]
+        assert c.choose((word, 0)) == (expected,)
+
+
+def test_fields_same_key_same_task_and_spread() -> None:
+    c = chooser(Grouping.fields("word"), range(1, 9))
+    first = {w: c.choose((w, 1)) for w in WORDS}
+    assert all(c.choose((w, 2)) == first[w] for w in WORDS)  # other fields don't matter
+    counts = Counter(task for (task,) in first.values())
+    assert set(counts) == set(range(1, 9))
+    assert min(counts.values()) > len(WORDS) / 8 / 2
+
+
+def test_fields_independent_of_target_order_and_rng() -> None:
+    a = chooser(Grouping.fields("word"), [1, 2, 3, 4], seed=1)
+    b = chooser(Grouping.fields("word"), [4, 3, 2, 1], seed=2)
+    assert all(a.choose((w, 0)) == b.choose((w, 0)) for w in WORDS)
+
+
+def test_fields_on_second_field_and_on_several() -> None:
+    one = chooser(Grouping.fields("n"), range(8))
+    assert one.choose(("a", 5)) == one.choose(("b", 5))
+    several = chooser(Grouping.fields("word", "n"), range(8))
+    picks = {several.choose((w, n)) for w in WORDS[:50] for n in range(3)}
+    assert len(picks) == 8
+    assert several.choose(("a", 1)) == several.choose(("a", 1))
+    reordered = chooser(Grouping.fields("n", "word"), range(8))
+    key = ("a", 1)
+    assert several.choose(key)[0] == fields_hash(["a", 1]) % 8
+    assert reordered.choose(key)[0] == fields_hash([1, "a"]) % 8
+
+
+@pytest.mark.parametrize(
+    "value", [b"bytes", 7, -3, 2**80, 1.5, None, True, ("t", 1), ["l"], {"k": 1}, "\udcff"]
+)
+def test_fields_value_types_match_fields_hash(value) -> None:
+    c = chooser(Grouping.fields("word"), range(16))
+    assert c.choose((value, 0)) == (fields_hash([value]) % 16,)
+    assert c.choose((value, 0)) == c.choose((value, 1))
+
+
+def test_fields_hash_known_values() -> None:
+    # pinned: a change here would re-route every fields-grouped key of running topologies
+    assert fields_hash(["hello"]) == zlib.crc32(b"hello")
+    assert fields_hash([b"hello"]) == zlib.crc32(b"hello")
+    assert fields_hash([42]) == zlib.crc32(b"42")
+    assert fields_hash(["a", 1]) == zlib.crc32(b"\x92\xa1a\x01")
+
+
+def test_fields_unhashable_value() -> None:
+    c = chooser(Grouping.fields("word", "n"), range(4))
+    with pytest.raises(TypeError, match=r"cannot hash values of type \(object, int\)"):
+        c.choose((object(), 1))
+    assert c.choose(("a", 1)) == (fields_hash(["a", 1]) % 4,)  # the packer was reset
+
+
+CHILD = """
+import json, random, sys
+from storm_zmq.topology.grouping import Grouping, make_chooser
+words = json.loads(sys.argv[1])
+one = make_chooser(Grouping.fields("word"), ["word", "n"], range(1, 13), (), random.Random())
+two = make_chooser(Grouping.fields("word", "n"), ["word", "n"], range(1, 13), (), random.Random())
+print(json.dumps([[one.choose((w, i))[0], two.choose((w, i))[0]] for i, w in enumerate(words)]))
+"""
+
+
+def test_fields_deterministic_across_processes() -> None:
+    words = WORDS[:100] + ["é", "日本語"]
+    results = []
+    for seed in ("1", "987654"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, json.dumps(words)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout
+        results.append(json.loads(out))
+    one = chooser(Grouping.fields("word"), range(1, 13))
+    two = chooser(Grouping.fields("word", "n"), range(1, 13))
+    here = [[one.choose((w, i))[0], two.choose((w, i))[0]] for i, w in enumerate(words)]
+    assert results[0] == results[1] == here
+
+
+def test_fields_single_str_is_fast() -> None:
+    c = chooser(Grouping.fields("word"), range(1, 9))
+    values = [(w, 1) for w in WORDS[:100]]
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(100):
+            for v in values:
+                c.choose(v)
+        best = min(best, (time.perf_counter() - start) / 10_000)
+    assert best < 2e-6, f"{best * 1e9:.0f} ns per tuple"  # ~0.15 µs here; loose for CI

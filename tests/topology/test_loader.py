@@ -1,0 +1,234 @@
+"""load_topology on temporary streamparse-style projects."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from storm_zmq.topology import Topology, TopologyError, load_topology
+
+SPOUT = """
+from storm_zmq.component import Spout
+
+
+class WordSpout(Spout):
+    outputs = ["word"]
+
+    def next_tuple(self):
+        self.emit(["dog"])
+"""
+
+BOLT = """
+from storm_zmq.component import Bolt
+
+
+class WordCountBolt(Bolt):
+    outputs = ["word", "count"]
+
+    def process(self, tup):
+        self.emit([tup.values[0], 1])
+"""
+
+TOPOLOGY = """
+from storm_zmq.topology import Grouping, Topology
+
+from bolts.count import WordCountBolt
+from spouts.words import WordSpout
+
+
+class WordCount(Topology):
+    config = {"topology.workers": 2}
+    word_spout = WordSpout.spec(par=2)
+    count_bolt = WordCountBolt.spec(inputs={word_spout: Grouping.fields("word")}, par=4)
+"""
+
+
+@pytest.fixture(autouse=True)
+def isolated_imports():
+    """Each project's `spouts`/`bolts` packages and sys.path entries are forgotten
+    after the test, so projects in different tests never see each other's modules."""
+    path, modules = list(sys.path), dict(sys.modules)
+    yield
+    sys.path[:] = path
+    for name in set(sys.modules) - set(modules):
+        del sys.modules[name]
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        file = root / rel
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(textwrap.dedent(text))
+
+
+def project(root: Path, topology: str = TOPOLOGY, **extra: str) -> Path:
+    write(
+        root,
+        {
+            "src/spouts/__init__.py": "",
+            "src/spouts/words.py": SPOUT,
+            "src/bolts/__init__.py": "",
+            "src/bolts/count.py": BOLT,
+            "topologies/wc.py": topology,
+            **extra,
+        },
+    )
+    return root / "topologies" / "wc.py"
+
+
+def test_loads_streamparse_project(tmp_path: Path) -> None:
+    topology = load_topology(project(tmp_path))
+    assert issubclass(topology, Topology)
+    assert topology.__name__ == "WordCount" and topology.name == "WordCount"
+    definition = topology.definition()
+    assert list(definition.components) == ["word_spout", "count_bolt"]
+    assert definition.config == {"topology.workers": 2}
+    spout_cls = definition.components["word_spout"].component_cls
+    assert spout_cls.__module__ == "spouts.words"  # importable by workers under that name
+    assert str(tmp_path / "src") in sys.path and str(tmp_path) in sys.path
+    assert sys.path.index(str(tmp_path / "src")) < sys.path.index(str(tmp_path))
+    assert sys.modules[topology.__module__].__file__ == str(tmp_path / "topologies" / "wc.py")
+
+
+def test_str_path_and_loading_twice(tmp_path: Path) -> None:
+    first = load_topology(str(project(tmp_path)))
+    second = load_topology(tmp_path / "topologies" / "wc.py")
+    assert first is not second and first.__module__ != second.__module__
+    assert sys.path.count(str(tmp_path / "src")) == 1
+
+
+def test_project_is_parent_when_not_in_topologies(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "src/spouts/__init__.py": "",
+            "src/spouts/words.py": SPOUT,
+            "src/bolts/__init__.py": "",
+            "src/bolts/count.py": BOLT,
+            "helpers.py": "PAR = 3\n",
+            "wc.py": TOPOLOGY + "\nfrom helpers import PAR\nassert PAR == 3\n",
+        },
+    )
+    assert load_topology(tmp_path / "wc.py").name == "WordCount"
+
+
+def test_file_not_found(tmp_path: Path) -> None:
+    missing = tmp_path / "topologies" / "nope.py"
+    with pytest.raises(TopologyError, match=f"^topology file not found: {missing}$"):
+        load_topology(missing)
+    with pytest.raises(TopologyError, match="topology file not found"):
+        load_topology(tmp_path)  # a directory
+
+
+def test_exception_in_component_module(tmp_path: Path) -> None:
+    file = project(tmp_path, **{"src/bolts/count.py": "import os\n\nRATE = 1 / 0\n"})
+    with pytest.raises(TopologyError) as info:
+        load_topology(file)
+    bolt = tmp_path / "src" / "bolts" / "count.py"
+    assert str(info.value) == (
+        f"cannot import topology file {file}: ZeroDivisionError: division by zero "
+        f"at {bolt}:3: RATE = 1 / 0"
+    )
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    assert not any(name.startswith("_storm_zmq_topology_") and "wc" in name for name in sys.modules)
+
+
+def test_missing_module(tmp_path: Path) -> None:
+    file = project(tmp_path, topology="import os\nfrom bolts.nope import X\n")
+    with pytest.raises(TopologyError) as info:
+        load_topology(file)
+    assert str(info.value) == (
+        f"cannot import topology file {file}: ModuleNotFoundError: No module named "
+        f"'bolts.nope' at {file}:2: from bolts.nope import X"
+    )
+
+
+def test_error_raised_inside_a_function(tmp_path: Path) -> None:
+    topology = (
+        TOPOLOGY
+        + """
+def compute():
+    return {}["missing"]
+
+PAR = compute()
+"""
+    )
+    file = project(tmp_path, topology=topology)
+    with pytest.raises(TopologyError) as info:
+        load_topology(file)
+    message = str(info.value)
+    assert message.startswith(f"cannot import topology file {file}: KeyError: 'missing' at ")
+    assert message.endswith(':14: return {}["missing"]')  # the innermost user frame
+    assert "Traceback" not in message
+
+
+def test_syntax_error(tmp_path: Path) -> None:
+    file = project(tmp_path, **{"src/spouts/words.py": "class WordSpout(:\n    pass\n"})
+    with pytest.raises(TopologyError) as info:
+        load_topology(file)
+    message = str(info.value)
+    assert message.startswith(f"cannot import topology file {file}: SyntaxError: ")
+    assert message.endswith(f"at {tmp_path / 'src' / 'spouts' / 'words.py'}:1: class WordSpout(:")
+
+
+def test_validation_error_passes_through(tmp_path: Path) -> None:
+    file = project(tmp_path, topology=TOPOLOGY.replace('fields("word")', 'fields("wrd")'))
+    with pytest.raises(TopologyError) as info:
+        load_topology(file)
+    assert str(info.value) == (
+        "topology WordCount: bolt 'count_bolt': fields grouping on 'wrd', but stream "
+        "'default' of 'word_spout' has fields ['word']"
+    )
+
+
+def test_no_topology(tmp_path: Path) -> None:
+    file = project(tmp_path, topology="from storm_zmq.topology import Topology\nX = 1\n")
+    with pytest.raises(TopologyError) as info:
+        load_topology(file)
+    assert str(info.value) == (
+        f"{file}: defines no Topology subclass (expected e.g. `class WordCount(Topology): ...`)"
+    )
+
+
+def test_imported_topology_does_not_count(tmp_path: Path) -> None:
+    file = project(
+        tmp_path,
+        topology="from other import WordCount\n",
+        **{"topologies/other.py": TOPOLOGY, "src/other.py": TOPOLOGY},
+    )
+    with pytest.raises(TopologyError, match="defines no Topology subclass"):
+        load_topology(file)
+
+
+def test_two_topologies(tmp_path: Path) -> None:
+    two = (
+        TOPOLOGY
+        + """
+
+class Second(Topology):
+    name = "second"
+    word_spout = WordSpout.spec()
+"""
+    )
+    file = project(tmp_path, topology=two)
+    with pytest.raises(TopologyError) as info:
+        load_topology(file)
+    assert str(info.value) == (
+        f"{file}: defines several topologies (WordCount, second); say which one by name"
+    )
+    assert load_topology(file, "WordCount").name == "WordCount"
+    assert load_topology(file, "second").__name__ == "Second"
+    assert load_topology(file, "Second").name == "second"  # the class name works too
+    with pytest.raises(TopologyError) as info:
+        load_topology(file, "third")
+    assert str(info.value) == f"{file}: no topology named 'third' (it defines WordCount, second)"
+
+
+def test_name_selects_the_only_topology_too(tmp_path: Path) -> None:
+    file = project(tmp_path)
+    assert load_topology(file, "WordCount").name == "WordCount"
+    with pytest.raises(TopologyError, match="no topology named 'x'"):
+        load_topology(file, "x")
