@@ -303,13 +303,15 @@ class BatchingBolt(Bolt):
 
     def _flush_batches(self) -> None:
         batches, self._batches = self._batches, defaultdict(list)
-        for key, tups in batches.items():
+        remaining = list(batches.items())
+        while remaining:
+            key, tups = remaining.pop(0)
             self._current_tups = tups
             try:
                 self.process_batch(key, tups)
             except BaseException:
-                if self.auto_fail:
-                    for tup in tups:
+                if self.auto_fail:  # pystorm: fail every tuple still batched
+                    for tup in tups + [t for _, rest in remaining for t in rest]:
                         self.fail(tup)
                 raise
             finally:

@@ -46,6 +46,11 @@ class _RecordingCollector:
         if len(values) != len(declared[stream]):
             raise ValueError(f"emit of {len(values)} values on stream {stream!r}, which has "
                              f"{len(declared[stream])} fields")
+        direct = stream in h.direct_streams
+        if direct_task is not None and not direct:
+            raise ValueError(f"direct_task given for stream {stream!r}, which is not declared direct")
+        if direct and direct_task is None:
+            raise ValueError(f"stream {stream!r} is direct; emit needs direct_task")
         h.emits.append(Emit(list(values), stream, list(anchors or []), tup_id, direct_task))
         return [h.target_task] if need_task_ids else None
 
@@ -66,6 +71,7 @@ class _Harness:
     def __init__(self, component_cls: type, conf: dict[str, Any] | None, name: str, task: int) -> None:
         outputs = component_cls.spec().outputs  # the same normalisation a topology applies
         self.output_fields = {s: tuple(stream.fields) for s, stream in outputs.items()}
+        self.direct_streams = {s for s, stream in outputs.items() if stream.direct}
         self.emits: list[Emit] = []
         self.acked: list[Any] = []
         self.failed: list[Any] = []

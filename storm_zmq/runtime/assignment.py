@@ -2,9 +2,9 @@
 
 Task ids are assigned per component in sorted component-name order, starting at 1
 (Storm reserves -1; negative ids are control messages on the wire). Each
-component's tasks are split into `par` contiguous executors, and executors are dealt
-round-robin over the workers, interleaving components so that every worker gets a
-share of each (Storm's even scheduler). The acker `__acker` is a component like any
+component's tasks are split into `par` contiguous executors, and executors, in sorted
+order, are dealt round-robin over the workers, so that each component is spread
+evenly (Storm's even scheduler). The acker `__acker` is a component like any
 other. The result is plain data, so it can be shipped to worker processes.
 """
 
@@ -108,16 +108,14 @@ def assign(
         component_tasks[name] = tuple(range(next_task, next_task + num_tasks))
         next_task += num_tasks
 
-    per_component = {
-        name: _split(component_tasks[name], components[name][0]) for name in sorted(components)
-    }
-    # Interleave components (first executor of each, then second, ...) before dealing
-    # round-robin, so that each worker runs a part of every component.
-    ordered: list[tuple[str, tuple[int, ...]]] = []
-    for round_ in range(max(len(groups) for groups in per_component.values())):
-        for name, groups in per_component.items():
-            if round_ < len(groups):
-                ordered.append((name, groups[round_]))
+    # Executors in sorted order (component, then task range), dealt round-robin:
+    # consecutive executors of a component land on different workers, so each
+    # component is spread as evenly as the worker count allows (Storm's even
+    # scheduler).
+    ordered = [
+        (name, group) for name in sorted(components)
+        for group in _split(component_tasks[name], components[name][0])
+    ]
     executors = tuple(
         ExecutorAssignment(index, name, tasks, index % len(workers))
         for index, (name, tasks) in enumerate(ordered)

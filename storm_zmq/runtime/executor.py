@@ -170,11 +170,15 @@ class TaskCollector:
         return list(targets) if need_task_ids else None
 
     def ack(self, tup: Tuple) -> None:
-        self._executor.acked += 1
+        executor = self._executor
+        executor.acked += 1
         tuple_id = tup.id
-        if type(tuple_id) is TupleId and self._executor.acking:
+        if type(tuple_id) is TupleId and executor.acking:
+            # XOR is associative: acks for one root within a batch fold into one
+            # ACKER_ACK message, sent at flush (the acker's result is the same).
+            folded = executor._acks_out
             for root, xor in ack_messages(tuple_id.roots, tuple_id.ack_val):
-                self._executor._send_to_acker(self._task, ACKER_ACK_STREAM_ID, root, (root, xor))
+                folded[root] = folded.get(root, 0) ^ xor
 
     def fail(self, tup: Tuple) -> None:
         self._executor.failed += 1
@@ -212,6 +216,7 @@ class Executor(threading.Thread):
         self._out_local: dict[int, list[tuple[int, Any]]] = {}
         self._out_remote: dict[int, RemoteBatch] = {}
         self._buffered = 0
+        self._acks_out: dict[int, int] = {}  # root -> XOR of this batch's acks
         # Output buffered beyond this is published mid-batch, bounding memory.
         self._max_buffered = int(worker.conf.get("topology.transfer.batch.size") or 1000)
         self.failure: ComponentFailed | None = None
@@ -353,6 +358,11 @@ class Executor(threading.Thread):
 
     def flush(self) -> None:
         """Hand buffered output on: one queue put per destination."""
+        if self._acks_out:
+            acks, self._acks_out = self._acks_out, {}
+            source = self.assignment.tasks[0]
+            for root, xor in acks.items():
+                self._send_to_acker(source, ACKER_ACK_STREAM_ID, root, (root, xor))
         if not self._buffered:
             return
         local, self._out_local = self._out_local, {}
@@ -379,26 +389,35 @@ class BoltExecutor(Executor):
     def loop(self) -> None:
         incoming = self.incoming
         tickless = [c for c in self.components.values() if isinstance(c, TicklessBatchingBolt)]
+        # Tick tuples come from the executor's own clock, between batches, rather
+        # than through the queue: they then never wait behind a full queue, and
+        # never make a drained queue look busy.
+        tick_secs = self.worker.component_conf(self.component).get("topology.tick.tuple.freq.secs")
+        next_tick = time.monotonic() + tick_secs if tick_secs else None
         while not self.stop_requested.is_set():
             for batch in incoming.get_all(timeout=0.05):
                 for task, item in batch:
                     tup = self._decode(task, item)
                     if tup is None:
                         continue
-                    component = self.components[task]
                     try:
-                        if tup.stream == TICK_STREAM and tup.component == SYSTEM_COMPONENT:
-                            component._run_tick(tup)
-                        else:
-                            component._run_process(tup)
+                        self.components[task]._run_process(tup)
                     except BaseException as exc:
                         exc._storm_task = task  # type: ignore[attr-defined]
                         raise
                     self.executed += 1
-            if tickless:
-                now = time.monotonic()
-                for component in tickless:
-                    component._maybe_flush(now)
+            now = time.monotonic()
+            if next_tick is not None and now >= next_tick:
+                next_tick = now + tick_secs
+                tick = _new(Tuple, (None, SYSTEM_COMPONENT, TICK_STREAM, -1, (tick_secs,)))
+                for task, component in self.components.items():
+                    try:
+                        component._run_tick(tick)
+                    except BaseException as exc:
+                        exc._storm_task = task  # type: ignore[attr-defined]
+                        raise
+            for component in tickless:
+                component._maybe_flush(now)
             self.flush()
 
 

@@ -8,12 +8,16 @@ for an untracked tuple. Ids are unsigned 64-bit, which msgpack carries as is.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import msgpack
 
-_packb = msgpack.Packer(autoreset=True).pack
+# One packer per thread: twice as fast as msgpack.packb, and never shared between
+# executor threads.
+_thread = threading.local()
+_U64 = 2**64 - 1
 
 
 class SerializationError(TypeError):
@@ -46,22 +50,33 @@ def encode_tuple(
     component: str,
 ) -> bytes:
     try:
-        return _packb((source_task, stream, roots, values))
+        pack = _thread.pack
+    except AttributeError:
+        pack = _thread.pack = msgpack.Packer(autoreset=True).pack
+    try:
+        return pack((source_task, stream, roots, values))
     except (TypeError, ValueError, OverflowError) as exc:
         raise SerializationError(_explain(values, component, stream, exc)) from None
 
 
-def decode_tuple(payload: bytes) -> tuple[int, str, dict[int, int] | None, tuple[Any, ...]]:
+def decode_tuple(payload: bytes) -> tuple[int, str, dict[int, int] | None, list[Any]]:
+    """Decode and check a payload. Values decode as lists (msgpack has one array
+    type), which is what a bolt sees from a local emitter of lists too."""
     try:
-        source_task, stream, roots, values = msgpack.unpackb(
-            payload, use_list=False, strict_map_key=False
-        )
+        decoded = msgpack.unpackb(payload, use_list=True, strict_map_key=False)
     except Exception as exc:  # msgpack raises many kinds; all mean "not a tuple"
         raise MalformedTuple(f"payload is not a tuple: {exc!r}") from None
-    if type(source_task) is not int or type(stream) is not str or type(values) is not tuple:
+    if type(decoded) is not list or len(decoded) != 4:
+        raise MalformedTuple("payload is not a 4-element array")
+    source_task, stream, roots, values = decoded
+    if type(source_task) is not int or type(stream) is not str or type(values) is not list:
         raise MalformedTuple("payload fields have the wrong types")
-    if roots is not None and type(roots) is not dict:
-        raise MalformedTuple("tuple roots are not a map")
+    if roots is not None:
+        if type(roots) is not dict or not all(
+            type(root) is int and type(edge) is int and 0 < root <= _U64 and 0 <= edge <= _U64
+            for root, edge in roots.items()
+        ):
+            raise MalformedTuple("tuple roots are not a map of 64-bit ids")
     return source_task, stream, roots, values
 
 

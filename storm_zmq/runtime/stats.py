@@ -16,6 +16,7 @@ class RunStats:
     def __init__(self, definition: Any) -> None:
         self.topology = definition.name
         self.spouts = [name for name, c in definition.components.items() if c.kind == "spout"]
+        self.spout_tasks = {name: definition.components[name].num_tasks for name in self.spouts}
         self.bolts = [name for name, c in definition.components.items() if c.kind == "bolt"]
         self.latest: dict[int, dict[str, Any]] = {}
         self.reported_at: dict[int, float] = {}
@@ -53,11 +54,11 @@ class RunStats:
 
     def all_spouts_exhausted(self) -> bool:
         totals = self.totals()
-        spouts = [totals.get(name) for name in self.spouts]
-        return bool(spouts) and all(
-            s is not None and s["spout_tasks"] and s["exhausted_tasks"] == s["spout_tasks"]
-            and s["pending"] == 0
-            for s in spouts
+        return bool(self.spouts) and all(
+            name in totals
+            and totals[name]["exhausted_tasks"] == self.spout_tasks[name]
+            and totals[name]["pending"] == 0
+            for name in self.spouts
         )
 
     def drained(self) -> bool:

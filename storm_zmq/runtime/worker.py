@@ -13,17 +13,17 @@ import collections
 import logging
 import os
 import random
+import signal
 import sys
 import threading
 import time
 from typing import Any
 
-from storm_zmq.component import SYSTEM_COMPONENT, TICK_STREAM, Tuple
+from storm_zmq.component import Tuple
 from storm_zmq.messaging import Connection, load_context
 from storm_zmq.messaging.counters import RefusalLog
 from storm_zmq.runtime.assignment import ACKER, Assignment
 from storm_zmq.runtime.executor import (
-    AckerExecutor,
     Executor,
     RemoteBatch,
     SpoutExecutor,
@@ -207,7 +207,6 @@ class Worker:
     def _main_loop(self) -> int:
         state = self.state
         next_stats = time.monotonic()
-        ticks = self._tick_schedule()
         while True:
             if state.failed.is_set():
                 return self._die()
@@ -225,25 +224,9 @@ class Worker:
                 elif command == "stop":
                     return 0
             now = time.monotonic()
-            for entry in ticks:
-                if now >= entry[0]:
-                    entry[0] = now + entry[1]
-                    executor = entry[2]
-                    tick = Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, -1, (entry[1],))
-                    state.queues[executor.index].put([(t, tick) for t in executor.assignment.tasks], timeout=0.05)
             if now >= next_stats:
                 next_stats = now + STATS_INTERVAL
                 self.pipe.send(("stats", self.index, self.stats()))
-
-    def _tick_schedule(self) -> list[list[Any]]:
-        schedule = []
-        for executor in self.executors:
-            if executor.is_spout or isinstance(executor, AckerExecutor):
-                continue
-            freq = self.state.component_conf(executor.component).get("topology.tick.tuple.freq.secs")
-            if freq:
-                schedule.append([time.monotonic() + freq, freq, executor])
-        return schedule
 
     def _spouts(self) -> list[SpoutExecutor]:
         return [e for e in self.executors if isinstance(e, SpoutExecutor)]
@@ -360,6 +343,9 @@ class Worker:
 
 def worker_main(spec: dict[str, Any], pipe: Any) -> None:
     """Entry point of a worker process (multiprocessing "spawn" target)."""
+    # Ctrl-C in a terminal reaches the whole process group: the runner orchestrates
+    # the graceful stop, so a worker must not die of it on its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(
         level=logging.INFO,
         format=f"%(asctime)s worker-{spec['worker_index']} %(levelname)s %(name)s: %(message)s",

@@ -305,20 +305,30 @@ def test_garbage_is_counted_and_dropped_while_good_clients_are_served(
     (_send_garbage_zmq if transport == "zmq" else _send_garbage_tcp)(port, max_frame_size)
     good.send(numbered(0, 10, 10))
     received = receive_until(server, 10)
-    deadline = time.monotonic() + 10
-    expected_kinds = {"refused_version", "refused_malformed"} | (
-        {"refused_handshake"} if transport == "zmq" else {"refused_truncated", "refused_oversized"}
+    # version, malformed/arity/not-bin/empty, and the connection-level refusals:
+    # each counted (events arrive asynchronously: poll until all are in)
+    minimums = {"refused_version": 1, "refused_malformed": 4}
+    minimums.update(
+        # HTTP fails the ZMTP handshake; the oversized frame cuts its sender off
+        {"refused_handshake": 1, "disconnects": 1}
+        if transport == "zmq"
+        else {"refused_truncated": 1, "refused_oversized": 2}
     )
-    while not expected_kinds <= set(server.stats()) and time.monotonic() < deadline:
+
+    def counted() -> bool:
+        stats = server.stats()
+        if transport == "zmq":
+            # Random bytes either fail the handshake or, through libzmq's ZMTP 1.0
+            # fallback, arrive as frames that fail our version check: counted either way.
+            random_peer = stats.get("refused_handshake", 0) >= 2 or stats.get("refused_version", 0) >= 2
+            if not random_peer:
+                return False
+        return all(stats.get(kind, 0) >= n for kind, n in minimums.items())
+
+    deadline = time.monotonic() + 10
+    while not counted():
+        assert time.monotonic() < deadline, f"refusals not counted: {server.stats()}"
         received += server.recv(timeout=0.1)
-    stats = server.stats()
-    assert expected_kinds <= set(stats), stats
-    # version, malformed, arity, not-bin and empty frames: each counted, none delivered
-    assert stats["refused_version"] >= 1
-    assert stats["refused_malformed"] >= 4
-    if transport == "zmq":
-        assert stats["refused_handshake"] >= 2
-        assert stats["disconnects"] >= 1  # the oversized frame cut its sender off
     good.send(numbered(0, 20, 10))
     received += receive_until(server, 10 - (len(received) - 10))
     assert [SEQ.unpack_from(m.message)[1] for m in received] == list(range(10, 30))

@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+from storm_zmq import BatchingBolt, Bolt, Spout, Stream
+
+SENTENCES = [
+    "the quick brown fox jumps over the lazy dog",
+    "a stitch in time saves nine",
+    "all that glitters is not gold",
+    "the early bird catches the worm",
+]
+
+
+def write_output(conf, name: str, data) -> None:
+    with open(os.path.join(conf["test.output_dir"], name), "w") as out:
+        json.dump(data, out)
+
+
+class NumberSpout(Spout):
+    """Emits ids 0..test.count-1 once each, with the id as tup_id; re-emits failed
+    ids; reports exhausted once everything was acked."""
+
+    outputs = ["id", "text"]
+
+    def initialize(self, conf, ctx):
+        self.conf = conf
+        self.task = ctx["taskid"]
+        tasks = sorted(int(t) for t, c in ctx["task->component"].items() if c == ctx["componentid"])
+        # ids of this task: index, index + n, ... below test.count (lazily: a test may
+        # ask for an endless supply)
+        self.todo = iter(range(tasks.index(self.task), conf["test.count"], len(tasks)))
+        self.acked = set()
+        self.failures = 0
+        self.outstanding = 0
+        self.max_outstanding = 0
+        self.replay = []
+        self.reported = False
+
+    def next_tuple(self):
+        if self.replay:
+            i = self.replay.pop()
+        else:
+            i = next(self.todo, None)
+        if i is None:
+            if not self.outstanding and not self.reported:
+                self.reported = True
+                self.report_exhausted()
+            return
+        self.outstanding += 1
+        self.max_outstanding = max(self.max_outstanding, self.outstanding)
+        self.emit([i, SENTENCES[i % len(SENTENCES)]], tup_id=i)
+
+    def ack(self, tup_id):
+        self.outstanding -= 1
+        self.acked.add(tup_id)
+
+    def fail(self, tup_id):
+        self.outstanding -= 1
+        self.failures += 1
+        self.replay.append(tup_id)
+
+    def cleanup(self):
+        write_output(self.conf, f"spout-{self.task}.json", {
+            "acked": sorted(self.acked), "failures": self.failures,
+            "max_outstanding": self.max_outstanding,
+        })
+
+
+class SplitBolt(Bolt):
+    outputs = ["word"]
+
+    def process(self, tup):
+        for word in tup.values.text.split():
+            self.emit([word])
+
+
+class CountBolt(Bolt):
+    outputs = ["word", "count"]
+
+    def initialize(self, conf, ctx):
+        self.conf, self.task, self.counts = conf, ctx["taskid"], Counter()
+
+    def process(self, tup):
+        self.counts[tup.values.word] += 1
+
+    def cleanup(self):
+        write_output(self.conf, f"count-{self.task}.json", self.counts)
+
+
+class FlakyBolt(Bolt):
+    """Fails the first sight of every id divisible by 7, drops (never acks) the
+    first sight of every id divisible by 11: replay by fail and by timeout."""
+
+    outputs = ["id"]
+    auto_ack = False
+
+    def initialize(self, conf, ctx):
+        self.seen = set()
+
+    def process(self, tup):
+        i = tup.values.id
+        first = i not in self.seen
+        self.seen.add(i)
+        if first and i % 7 == 0:
+            self.fail(tup)
+            return
+        if first and i % 11 == 0:
+            return  # neither acked nor failed: the message timeout replays it
+        self.emit([i], anchors=[tup])
+        self.ack(tup)
+
+
+class SinkBolt(Bolt):
+    outputs = []
+
+    def initialize(self, conf, ctx):
+        self.conf, self.task, self.seen = conf, ctx["taskid"], []
+
+    def process(self, tup):
+        self.seen.append(tup.values[0])
+
+    def cleanup(self):
+        write_output(self.conf, f"sink-{self.task}.json", self.seen)
+
+
+class CrashBolt(Bolt):
+    outputs = []
+
+    def process(self, tup):
+        if tup.values.id == 5:
+            raise ZeroDivisionError("the bolt divided by zero on purpose")
+
+
+class SetSpout(Spout):
+    outputs = ["value"]
+
+    def next_tuple(self):
+        self.emit([{1, 2, 3}])
+
+
+class TickBatchBolt(BatchingBolt):
+    """Batches ids by parity; flushes on tick tuples."""
+
+    outputs = ["id"]
+
+    def initialize(self, conf, ctx):
+        self.conf, self.task, self.batches = conf, ctx["taskid"], 0
+
+    def group_key(self, tup):
+        return tup.values.id % 2
+
+    def process_batch(self, key, tups):
+        self.batches += 1
+        for tup in tups:
+            self.emit([tup.values.id])
+
+    def cleanup(self):
+        write_output(self.conf, f"batches-{self.task}.json", self.batches)
+
+
+class DirectSpout(NumberSpout):
+    """Sends every id straight to one chosen task of the consumer (direct stream)."""
+
+    outputs = [Stream(["id", "text"], name="default", direct=True)]
+
+    def initialize(self, conf, ctx):
+        super().initialize(conf, ctx)
+        self.targets = sorted(int(t) for t, c in ctx["task->component"].items() if c == "chosen")
+
+    def next_tuple(self):
+        i = next(self.todo, None)
+        if i is not None:
+            self.emit([i, "x"], direct_task=self.targets[i % len(self.targets)])
+        elif not self.reported:
+            self.reported = True
+            self.report_exhausted()
+
+
+class TaskSinkBolt(SinkBolt):
+    """Records (own task, id) so a test can check where each tuple went."""
+
+    def process(self, tup):
+        self.seen.append([self.task, tup.values[0]])

@@ -1,0 +1,178 @@
+"""`storm-zmq run` end to end: real worker processes, real sockets, real transports.
+
+Each test runs a topology from tests/runtime/project (streamparse layout) through the
+command line, as a user would, and checks what its components wrote in cleanup().
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.messaging.conftest import free_port
+
+PROJECT = Path(__file__).parent / "project"
+pytestmark = pytest.mark.slow
+
+
+def run(
+    topology: str, tmp_path: Path, *options: str, workers: int = 1, timeout: float = 120,
+    ports: list[int] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    ports = ports or [free_port() for _ in range(workers)]
+    command = [
+        sys.executable, "-m", "storm_zmq.cli.main", "run", str(PROJECT / "topologies" / topology),
+        "-w", str(workers), "-q",
+        "-o", f"supervisor.slots.ports={ports}",
+        "-o", f"test.output_dir={tmp_path}",
+        *options,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+
+
+def outputs(tmp_path: Path, prefix: str) -> dict[str, object]:
+    return {p.name: json.loads(p.read_text()) for p in sorted(tmp_path.glob(f"{prefix}-*.json"))}
+
+
+def sentences() -> list[str]:
+    sys.path.insert(0, str(PROJECT / "src"))
+    try:
+        from testparts.components import SENTENCES
+    finally:
+        sys.path.remove(str(PROJECT / "src"))
+    return SENTENCES
+
+
+@pytest.mark.parametrize("transport", ["zmq", "tcp"])
+def test_word_counts_are_exact_across_two_workers(tmp_path: Path, transport: str) -> None:
+    count = 3000
+    result = run("wordcount.py", tmp_path, "--transport", transport, "-o", f"test.count={count}",
+                 workers=2)
+    assert result.returncode == 0, result.stderr
+    assert "every spout is exhausted" in result.stdout
+    expected: Counter[str] = Counter()
+    texts = sentences()
+    for i in range(count):
+        expected.update(texts[i % len(texts)].split())
+    counted: Counter[str] = Counter()
+    per_task = outputs(tmp_path, "count")
+    assert len(per_task) == 3, "every count task ran cleanup()"
+    for task_counts in per_task.values():
+        assert not set(task_counts) & set(counted), "a word was counted by two tasks"
+        counted.update(task_counts)
+    assert counted == expected
+    spouts = outputs(tmp_path, "spout")
+    assert sorted(i for s in spouts.values() for i in s["acked"]) == list(range(count))
+
+
+def test_tuples_failed_or_timed_out_are_replayed_until_all_arrive(tmp_path: Path) -> None:
+    count = 400
+    result = run(
+        "reliable.py", tmp_path, "-o", f"test.count={count}",
+        "-o", "topology.message.timeout.secs=2", "-o", "topology.max.spout.pending=50",
+        workers=2,
+    )
+    assert result.returncode == 0, result.stderr
+    spouts = outputs(tmp_path, "spout")
+    assert sorted(i for s in spouts.values() for i in s["acked"]) == list(range(count))
+    failures = sum(s["failures"] for s in spouts.values())
+    flaky = {i for i in range(count) if i % 7 == 0 or i % 11 == 0}
+    assert failures >= len(flaky), "each flaky id failed (or timed out) at least once"
+    assert all(s["max_outstanding"] <= 50 for s in spouts.values()), "max.spout.pending held"
+    delivered = Counter(i for seen in outputs(tmp_path, "sink").values() for i in seen)
+    assert set(delivered) == set(range(count)), "every id reached the sink"
+    duplicates = sum(n - 1 for n in delivered.values())
+    assert duplicates <= failures  # at-least-once: duplicates only from replays
+
+
+def test_groupings_ticks_direct_all_and_global(tmp_path: Path) -> None:
+    count = 60
+    result = run("groupings.py", tmp_path, "-o", f"test.count={count}", workers=2)
+    assert result.returncode == 0, result.stderr
+    batches = outputs(tmp_path, "batches")
+    assert sum(batches.values()) >= 1, "the BatchingBolt processed batches on tick tuples"
+    sinks = outputs(tmp_path, "sink")
+    by_component: dict[int, list[list[int]]] = {}
+    for seen in sinks.values():
+        for task, value in seen:
+            by_component.setdefault(task, []).append(value)
+    # all: each of the 3 'everyone' tasks got every id; global: one task got all
+    full = [task for task, values in by_component.items() if sorted(values) == list(range(count))]
+    assert len(full) >= 4, f"ALL to 3 tasks and GLOBAL to 1: {sorted(by_component)}"
+    # direct: ids split over the 3 'chosen' tasks by the spout's choice (i % 3)
+    partial = {task: sorted(v) for task, v in by_component.items() if len(v) < count}
+    assert sorted(len(v) for v in partial.values()) == [20, 20, 20]
+    for offset, (_task, values) in enumerate(sorted(partial.items())):
+        assert all(v % 3 == offset for v in values)
+
+
+def test_a_component_that_raises_stops_the_run_with_its_traceback(tmp_path: Path) -> None:
+    result = run("crash.py", tmp_path, "-o", "test.count=100")
+    assert result.returncode == 1
+    assert "component 'crash' task" in result.stderr
+    assert "ZeroDivisionError: the bolt divided by zero on purpose" in result.stderr
+    assert "Traceback" in result.stderr and "components.py" in result.stderr
+
+
+def test_an_unserializable_value_names_component_stream_and_type(tmp_path: Path) -> None:
+    result = run("unserializable.py", tmp_path, workers=2)
+    assert result.returncode == 1
+    assert "component 'values', stream 'default': value 0 of the tuple is a builtins.set" in result.stderr
+
+
+def test_a_busy_port_is_a_clear_error_and_nothing_starts(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("0.0.0.0", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = run("wordcount.py", tmp_path, "-o", "test.count=10", ports=[port])
+    assert result.returncode == 2
+    assert f"port {port} (from supervisor.slots.ports) is busy" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_invalid_topology_is_a_clear_error_naming_topology_and_component(tmp_path: Path) -> None:
+    result = run("invalid.py", tmp_path)
+    assert result.returncode == 2
+    assert "topology Invalid" in result.stderr and "'sink'" in result.stderr
+    assert "'number'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_run_stops_after_the_time_limit_and_runs_cleanup(tmp_path: Path) -> None:
+    result = run("wordcount.py", tmp_path, "-t", "2", "-o", "test.count=100000000",
+                 "-o", "topology.max.spout.pending=100")
+    assert result.returncode == 0, result.stderr
+    assert "ran 2 s" in result.stdout
+    assert len(outputs(tmp_path, "count")) == 3
+
+
+def test_ctrl_c_stops_gracefully_and_runs_cleanup(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    command = [
+        sys.executable, "-m", "storm_zmq.cli.main", "run",
+        str(PROJECT / "topologies" / "wordcount.py"), "-w", "2",
+        "-o", f"supervisor.slots.ports={[free_port(), free_port()]}",
+        "-o", f"test.output_dir={tmp_path}", "-o", "test.count=100000000",
+        "-o", "topology.max.spout.pending=100",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True, cwd=tmp_path)
+    assert process.stdout is not None
+    for line in process.stdout:  # the first progress line: the topology is running
+        if line.startswith("["):
+            break
+    os.killpg(process.pid, signal.SIGINT)  # what a terminal does: the whole group
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert "interrupted" in stdout
+    assert "KeyboardInterrupt" not in stderr
+    assert len(outputs(tmp_path, "count")) == 3, "cleanup() ran in every count task"

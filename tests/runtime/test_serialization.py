@@ -1,0 +1,297 @@
+"""Tests for the tuple payload codec (storm_zmq.runtime.serialization)."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from storm_zmq.runtime.serialization import (
+    MalformedTuple,
+    SerializationError,
+    TupleId,
+    decode_tuple,
+    encode_tuple,
+)
+
+U64_MAX = 2**64 - 1
+
+
+def round_trip(source: int, stream: str, roots: dict[int, int] | None, values: list) -> tuple:
+    return decode_tuple(encode_tuple(source, stream, roots, values, "comp"))
+
+
+# -- round trip ----------------------------------------------------------------------------
+
+
+def test_round_trip_of_a_plain_tuple() -> None:
+    source, stream, roots, values = round_trip(3, "default", {1: 2}, ["dog", 1])
+    assert (source, stream, roots, values) == (3, "default", {1: 2}, ["dog", 1])
+    assert type(values) is list
+
+
+def test_untracked_tuple_has_none_roots() -> None:
+    assert round_trip(1, "s", None, ["x"]) == (1, "s", None, ["x"])
+
+
+@pytest.mark.parametrize("task", [0, 1, -1, 2**31 - 1, -(2**31)])
+def test_source_task_round_trips(task: int) -> None:
+    assert round_trip(task, "default", None, [])[0] == task
+
+
+def test_u64_root_and_edge_ids_round_trip() -> None:
+    roots = {U64_MAX: U64_MAX, 1: 0, 2**63: 2**63 - 1, 12345: U64_MAX - 1}
+    assert round_trip(1, "default", roots, [1])[2] == roots
+
+
+@pytest.mark.parametrize("roots", [{0: 1}, {-1: 1}, {1: -1}, {-(2**63): 5}])
+def test_root_ids_out_of_range_are_malformed(roots: dict[int, int]) -> None:
+    # root ids are 1..2**64-1 (0 is never a root), edge ids 0..2**64-1
+    with pytest.raises(MalformedTuple, match="64-bit ids"):
+        decode_tuple(encode_tuple(1, "default", roots, [1], "comp"))
+
+
+def test_scalar_values_round_trip_with_their_types() -> None:
+    values = [None, True, False, 0, -1, 2**63, -(2**63), 1.5, -0.0, float("inf"), "",
+              "ünïcödé", b"", b"\x00\xff"]
+    decoded = round_trip(1, "default", None, values)[3]
+    assert decoded == values
+    assert type(decoded) is list
+    assert [type(v) for v in decoded] == [type(v) for v in values]
+
+
+def test_nested_containers_round_trip_by_value() -> None:
+    values = [{"a": 1, "b": [1, 2, {"c": None}]}, [b"x", 1.25, True], {1: "int key"}]
+    _, _, _, decoded = round_trip(1, "default", None, values)
+    assert decoded[0]["a"] == 1
+    assert list(decoded[0]["b"][:2]) == [1, 2]
+    assert decoded[0]["b"][2] == {"c": None}
+    assert list(decoded[1]) == [b"x", 1.25, True]
+    assert decoded[2] == {1: "int key"}
+
+
+def test_tuple_values_round_trip_as_lists() -> None:
+    # msgpack has one array type: emitted tuples, nested or not, come back as lists
+    decoded = round_trip(1, "default", None, (1, (2, 3)))[3]
+    assert decoded == [1, [2, 3]]
+    assert type(decoded) is list and type(decoded[1]) is list
+
+
+def test_nested_lists_round_trip_as_lists() -> None:
+    values = [[1, 2], {"k": [3]}]
+    decoded = round_trip(1, "default", None, values)[3]
+    assert decoded == values
+    assert type(decoded) is list and type(decoded[0]) is list and type(decoded[1]["k"]) is list
+
+
+def test_encode_after_a_failed_encode_is_clean() -> None:
+    with pytest.raises(SerializationError):
+        encode_tuple(1, "default", None, [[1, 2, {3}]], "comp")
+    # the shared packer must not keep a half-written payload
+    payload = encode_tuple(2, "default", None, ["ok"], "comp")
+    assert decode_tuple(payload) == (2, "default", None, ["ok"])
+
+
+def test_encoding_is_thread_safe() -> None:
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def work(n: int) -> None:
+        try:
+            barrier.wait(5)
+            for i in range(2000):
+                values = [n, i, "x" * (i % 50), list(range(i % 20))]
+                decoded = decode_tuple(encode_tuple(n, f"s{n}", {i + 1: n}, values, "c"))
+                assert decoded[0] == n and decoded[1] == f"s{n}" and decoded[2] == {i + 1: n}
+                assert decoded[3] == values
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert not errors
+
+
+def as_lists(value: object) -> object:
+    """What msgpack gives back for `value`: every array a list."""
+    if isinstance(value, (list, tuple)):
+        return [as_lists(v) for v in value]
+    if isinstance(value, dict):
+        return {k: as_lists(v) for k, v in value.items()}
+    return value
+
+
+def assert_no_tuples(value: object) -> None:
+    assert type(value) is not tuple
+    if isinstance(value, list):
+        for v in value:
+            assert_no_tuples(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            assert_no_tuples(v)
+
+
+json_like = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), U64_MAX) | st.floats(allow_nan=False)
+    | st.text() | st.binary(),
+    lambda children: st.lists(children, max_size=4)
+    | st.lists(children, max_size=4).map(tuple)
+    | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    source=st.integers(-(2**31), 2**31 - 1),
+    stream=st.text(min_size=1, max_size=20),
+    roots=st.none() | st.dictionaries(st.integers(1, U64_MAX), st.integers(0, U64_MAX), max_size=5),
+    values=st.lists(json_like, max_size=6),
+)
+def test_round_trip_property(source: int, stream: str, roots: dict[int, int] | None,
+                             values: list) -> None:
+    # every array (list or tuple, at any depth) decodes as a list
+    decoded = round_trip(source, stream, roots, values)
+    assert decoded == (source, stream, roots, as_lists(values))
+    assert_no_tuples(decoded[3])
+
+
+# -- unserializable values ---------------------------------------------------------------
+
+
+class Custom:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("value", "type_name"),
+    [
+        ({1, 2}, "builtins.set"),
+        (object(), "builtins.object"),
+        (datetime.datetime(2024, 1, 1), "datetime.datetime"),
+        (Custom(), f"{__name__}.Custom"),
+        (2**64, "builtins.int"),
+    ],
+)
+def test_unserializable_value_names_component_stream_index_and_type(value: object,
+                                                                     type_name: str) -> None:
+    with pytest.raises(SerializationError) as info:
+        encode_tuple(4, "counts", None, ["fine", 1, value], "count_bolt")
+    message = str(info.value)
+    assert "'count_bolt'" in message
+    assert "'counts'" in message
+    assert "value 2 " in message
+    assert type_name in message
+    assert isinstance(info.value, TypeError)  # SerializationError is a TypeError
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_unserializable_nested_value_names_the_top_level_index() -> None:
+    with pytest.raises(SerializationError, match=r"value 1 .*builtins\.list"):
+        encode_tuple(4, "default", None, ["fine", [1, {2}]], "c")
+
+
+def test_unserializable_roots_still_name_component_and_stream() -> None:
+    with pytest.raises(SerializationError) as info:
+        encode_tuple(1, "st", {2**64: 1}, ["ok"], "comp")
+    assert "'comp'" in str(info.value) and "'st'" in str(info.value)
+
+
+# -- malformed payloads ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"",
+        b"\xc1",  # never used in msgpack
+        b"\x94\x01",  # truncated array
+        msgpack.packb([1, "s", None, []]) + b"\x00",  # trailing data
+        msgpack.packb([1, "s", None]),  # three fields
+        msgpack.packb([1, "s", None, [], 5]),  # five fields
+        msgpack.packb(7),
+        msgpack.packb(None),
+        msgpack.packb(["1", "s", None, []]),  # source task not an int
+        msgpack.packb([True, "s", None, []]),  # bool is not a task id
+        msgpack.packb([1.0, "s", None, []]),
+        msgpack.packb([1, b"s", None, []]),  # stream not a str
+        msgpack.packb([1, 5, None, []]),
+        msgpack.packb([1, "s", [1, 2], []]),  # roots not a map
+        msgpack.packb([1, "s", 3, []]),
+        msgpack.packb([1, "s", None, "values"]),  # values not an array
+        msgpack.packb([1, "s", None, {"a": 1}]),
+        msgpack.packb([1, "s", None, None]),
+    ],
+)
+def test_malformed_payloads_raise_malformed_tuple(payload: bytes) -> None:
+    with pytest.raises(MalformedTuple):
+        decode_tuple(payload)
+
+
+def test_a_map_payload_is_malformed() -> None:
+    with pytest.raises(MalformedTuple):
+        decode_tuple(msgpack.packb({1: 0, "s": 0, None: 0, (): 0}))
+
+
+@pytest.mark.parametrize("roots", [{"a": "b"}, {1: "x"}, {1: None}, {1.5: 2}, {1: [2]}])
+def test_roots_with_non_integer_ids_are_malformed(roots: dict) -> None:
+    with pytest.raises(MalformedTuple):
+        decode_tuple(msgpack.packb([1, "s", roots, []]))
+
+
+def test_malformed_tuple_is_a_value_error() -> None:
+    with pytest.raises(ValueError):
+        decode_tuple(b"garbage")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=64))
+def test_random_bytes_never_raise_anything_but_malformed_tuple(payload: bytes) -> None:
+    try:
+        result = decode_tuple(payload)
+    except MalformedTuple:
+        return
+    source, stream, roots, values = result
+    assert type(source) is int and type(stream) is str and type(values) is list
+    assert roots is None or type(roots) is dict
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=1, max_size=40), st.data())
+def test_corrupted_valid_payloads_never_raise_anything_but_malformed_tuple(
+    noise: bytes, data: st.DataObject
+) -> None:
+    payload = bytearray(encode_tuple(7, "default", {2**40: 3}, ["abc", [1, 2], {"k": 1.5}], "c"))
+    at = data.draw(st.integers(0, len(payload)))
+    mutated = bytes(payload[:at] + noise + payload[at + len(noise):])
+    try:
+        decode_tuple(mutated)
+    except MalformedTuple:
+        pass
+
+
+# -- TupleId -----------------------------------------------------------------------------
+
+
+def test_tuple_id_repr_is_hex_root_edge_pairs() -> None:
+    tid = TupleId({255: 16, U64_MAX: 1})
+    assert repr(tid) == "TupleId(ff:10, ffffffffffffffff:1)"
+    assert repr(TupleId({})) == "TupleId()"
+
+
+def test_tuple_id_starts_with_zero_ack_val_and_keeps_its_roots() -> None:
+    roots = {1: 2}
+    tid = TupleId(roots)
+    assert tid.ack_val == 0
+    assert tid.roots is roots
+    tid.ack_val ^= 5
+    assert tid.ack_val == 5
+    with pytest.raises(AttributeError):
+        tid.other = 1  # type: ignore[attr-defined]

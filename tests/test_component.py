@@ -1,0 +1,672 @@
+"""Tests for the component API (storm_zmq.component), run through the in-process
+harness of storm_zmq.testing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from storm_zmq.component import (
+    SYSTEM_COMPONENT,
+    TICK_STREAM,
+    BatchingBolt,
+    Bolt,
+    ReliableSpout,
+    Spout,
+    TicklessBatchingBolt,
+    Tuple,
+)
+from storm_zmq.testing import BoltHarness, SpoutHarness
+from storm_zmq.topology import ComponentSpec, Stream
+
+
+class Boom(Exception):
+    pass
+
+
+# -- bolts ------------------------------------------------------------------------------
+
+
+class SplitBolt(Bolt):
+    outputs = ["word"]
+
+    def process(self, tup: Tuple) -> None:
+        for word in tup.values[0].split():
+            self.emit([word])
+
+
+class FailingBolt(Bolt):
+    outputs = ["x"]
+
+    def process(self, tup: Tuple) -> None:
+        self.emit(["before"])
+        raise Boom("no")
+
+
+def test_auto_ack_acks_after_process() -> None:
+    order: list[str] = []
+
+    class Recorder(Bolt):
+        outputs = ["x"]
+
+        def process(self, tup: Tuple) -> None:
+            order.append(f"process, acked so far {len(h.acked)}")
+
+    h = BoltHarness(Recorder)
+    tup = h.process(["a"])
+    assert order == ["process, acked so far 0"]
+    assert h.acked == [tup]
+    assert h.failed == []
+
+
+def test_auto_anchor_anchors_emits_to_the_input() -> None:
+    h = BoltHarness(SplitBolt)
+    tup = h.process(["the quick fox"])
+    assert h.emitted_values() == [["the"], ["quick"], ["fox"]]
+    assert all(e.anchors == [tup] for e in h.emits)
+    assert all(e.stream == "default" and e.tup_id is None and e.direct_task is None
+               for e in h.emits)
+    assert h.acked == [tup]
+
+
+def test_auto_fail_fails_the_input_and_the_exception_propagates() -> None:
+    h = BoltHarness(FailingBolt)
+    with pytest.raises(Boom, match="no"):
+        h.process(["a"])
+    assert h.failed == [h.inputs[0]]
+    assert h.acked == []
+    assert h.emits[0].anchors == [h.inputs[0]]
+
+
+def test_the_current_tuple_is_forgotten_after_process() -> None:
+    class TickEmitter(Bolt):
+        outputs = ["x"]
+
+        def process(self, tup: Tuple) -> None:
+            pass
+
+        def process_tick(self, tup: Tuple) -> None:
+            self.emit(["tick"])
+
+    h = BoltHarness(TickEmitter)
+    h.process(["a"])
+    h.tick()
+    assert h.emits[0].anchors == []  # not anchored to the previous input
+
+    h2 = BoltHarness(FailingBolt)
+    with pytest.raises(Boom):
+        h2.process(["a"])
+    h2.component.emit(["later"])
+    assert h2.emits[-1].anchors == []
+
+
+class ManualBolt(Bolt):
+    outputs = ["x"]
+    auto_ack = False
+    auto_anchor = False
+    auto_fail = False
+
+    def process(self, tup: Tuple) -> None:
+        if tup.values[0] == "bad":
+            raise Boom("bad")
+        self.emit([tup.values[0]])
+        if tup.values[0] == "ack":
+            self.ack(tup)
+        if tup.values[0] == "fail":
+            self.fail(tup)
+
+
+def test_auto_false_variants_leave_everything_to_the_bolt() -> None:
+    h = BoltHarness(ManualBolt)
+    plain = h.process(["plain"])
+    assert h.acked == [] and h.failed == []
+    assert h.emits[0].anchors == []
+    acked = h.process(["ack"])
+    failed = h.process(["fail"])
+    assert h.acked == [acked] and h.failed == [failed]
+    with pytest.raises(Boom):
+        h.process(["bad"])
+    assert h.failed == [failed]  # not auto-failed
+    assert plain not in h.acked
+
+
+def test_auto_ack_only_false() -> None:
+    class NoAck(SplitBolt):
+        auto_ack = False
+
+    h = BoltHarness(NoAck)
+    tup = h.process(["a b"])
+    assert h.acked == []
+    assert [e.anchors for e in h.emits] == [[tup], [tup]]
+
+
+def test_explicit_anchors() -> None:
+    class Anchoring(Bolt):
+        outputs = ["x"]
+
+        def process(self, tup: Tuple) -> None:
+            self.emit(["none"], anchors=[])
+            self.emit(["other"], anchors=[self.other])
+            self.emit(["auto"])
+
+    h = BoltHarness(Anchoring)
+    other = h.make_tuple(["o"])
+    h.component.other = other  # type: ignore[attr-defined]
+    tup = h.process(["a"])
+    assert [(e.values, e.anchors) for e in h.emits] == [
+        (["none"], []), (["other"], [other]), (["auto"], [tup])
+    ]
+
+
+def test_emit_on_an_undeclared_stream_raises_value_error_naming_it() -> None:
+    class Wrong(Bolt):
+        outputs = ["x"]
+
+        def process(self, tup: Tuple) -> None:
+            self.emit(["v"], stream="nope")
+
+    h = BoltHarness(Wrong)
+    with pytest.raises(ValueError, match="'nope'"):
+        h.process(["a"])
+    assert h.emits == []
+
+
+def test_emit_with_the_wrong_number_of_values_raises_value_error_naming_the_stream() -> None:
+    class Wrong(Bolt):
+        outputs = [Stream(["a", "b"], "pairs")]
+
+        def process(self, tup: Tuple) -> None:
+            self.emit(["only one"], stream="pairs")
+
+    h = BoltHarness(Wrong)
+    with pytest.raises(ValueError, match=r"1 values.*'pairs'.*2 fields"):
+        h.process(["a"])
+    assert h.emits == []
+
+
+def test_emit_without_outputs_raises() -> None:
+    class Silent(Bolt):
+        def process(self, tup: Tuple) -> None:
+            self.emit(["x"])
+
+    with pytest.raises(ValueError, match="'default'"):
+        BoltHarness(Silent).process(["a"])
+
+
+def test_need_task_ids_returns_a_list() -> None:
+    results: list[Any] = []
+
+    class Asker(Bolt):
+        outputs = ["x"]
+
+        def process(self, tup: Tuple) -> None:
+            results.append(self.emit(["a"], need_task_ids=True))
+            results.append(self.emit(["b"]))
+
+    BoltHarness(Asker).process(["in"])
+    assert isinstance(results[0], list) and all(isinstance(t, int) for t in results[0])
+    assert results[1] is None
+
+
+def test_several_output_streams() -> None:
+    class Router(Bolt):
+        outputs = [Stream(["word"]), Stream(["word", "length"], "long"),
+                   Stream(["n"], "direct_out", direct=True)]
+
+        def process(self, tup: Tuple) -> None:
+            word = tup.values.word
+            if len(word) > 3:
+                self.emit([word, len(word)], stream="long")
+            else:
+                self.emit([word])
+            self.emit([1], stream="direct_out", direct_task=7)
+
+    h = BoltHarness(Router)
+    h.process(["cat"], fields=["word"])
+    h.process(["horse"], fields=["word"])
+    assert h.output_fields == {"default": ("word",), "long": ("word", "length"),
+                               "direct_out": ("n",)}
+    assert h.emitted_values("default") == [["cat"]]
+    assert h.emitted_values("long") == [["horse", 5]]
+    assert [e.direct_task for e in h.emits if e.stream == "direct_out"] == [7, 7]
+
+
+# -- tuples ------------------------------------------------------------------------------
+
+
+def test_tuple_values_are_a_namedtuple_with_field_access() -> None:
+    h = BoltHarness(SplitBolt)
+    tup = h.make_tuple(["dog", 3], fields=["word", "count"], component="src", stream="s", task=4)
+    assert tup.values.word == "dog" and tup.values.count == 3
+    assert tup.values[0] == "dog" and tuple(tup.values) == ("dog", 3)
+    assert tup.values._fields == ("word", "count")
+    assert (tup.component, tup.stream, tup.task) == ("src", "s", 4)
+    assert h.make_tuple(["x"]).id != tup.id  # fresh ids
+
+
+def test_make_tuple_renames_invalid_field_names() -> None:
+    tup = BoltHarness(SplitBolt).make_tuple([1, 2], fields=["class", "ok"])
+    assert tup.values.ok == 2 and tup.values[0] == 1
+
+
+def test_is_tick_tuple() -> None:
+    tick = Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, -1, (1,))
+    assert tick.is_tick_tuple()
+    assert not Tuple(1, "spout", TICK_STREAM, 1, ()).is_tick_tuple()
+    assert not Tuple(1, SYSTEM_COMPONENT, "default", 1, ()).is_tick_tuple()
+    assert not tick.is_heartbeat_tuple()
+
+
+def test_tick_goes_to_process_tick_not_process() -> None:
+    seen: list[Tuple] = []
+
+    class Ticked(Bolt):
+        outputs = ["x"]
+
+        def process(self, tup: Tuple) -> None:
+            raise AssertionError("process called for a tick")
+
+        def process_tick(self, tup: Tuple) -> None:
+            seen.append(tup)
+
+    h = BoltHarness(Ticked)
+    h.tick(5)
+    assert len(seen) == 1 and seen[0].is_tick_tuple() and seen[0].values[0] == 5
+    assert h.acked == [] and h.failed == []
+
+
+# -- BatchingBolt --------------------------------------------------------------------------
+
+
+class GroupBolt(BatchingBolt):
+    outputs = ["key", "n"]
+    batches: list[tuple[Any, list[Any]]]
+
+    def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+        self.batches = []
+
+    def group_key(self, tup: Tuple) -> Any:
+        return tup.values[0][0]
+
+    def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+        self.batches.append((key, [t.values[0] for t in tups]))
+        self.emit([key, len(tups)])
+
+
+def test_batching_bolt_groups_by_key_and_processes_on_tick() -> None:
+    h = BoltHarness(GroupBolt)
+    for word in ["apple", "bear", "avocado", "berry", "cat"]:
+        h.process([word])
+    assert h.component.batches == [] and h.acked == [] and h.emits == []
+    h.tick()
+    assert h.component.batches == [
+        ("a", ["apple", "avocado"]), ("b", ["bear", "berry"]), ("c", ["cat"])
+    ]
+    assert h.emitted_values() == [["a", 2], ["b", 2], ["c", 1]]
+    assert sorted(t.values[0] for t in h.acked) == sorted(t.values[0] for t in h.inputs)
+    assert len(h.acked) == 5
+    # each batch's emit is anchored to that batch's tuples
+    assert [t.values[0] for t in h.emits[0].anchors] == ["apple", "avocado"]
+    # the batches are gone
+    h.tick()
+    assert len(h.component.batches) == 3 and len(h.acked) == 5
+
+
+def test_batching_bolt_acks_after_process_batch() -> None:
+    acked_during: list[int] = []
+
+    class Watch(GroupBolt):
+        def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+            acked_during.append(len(h.acked))
+
+    h = BoltHarness(Watch)
+    h.process(["a1"])
+    h.process(["a2"])
+    h.tick()
+    assert acked_during == [0]
+    assert h.acked == h.inputs
+
+
+def test_batching_bolt_ticks_between_batches() -> None:
+    class Every3(GroupBolt):
+        ticks_between_batches = 3
+
+    h = BoltHarness(Every3)
+    h.process(["a"])
+    h.tick()
+    h.tick()
+    assert h.component.batches == []
+    h.tick()
+    assert h.component.batches == [("a", ["a"])]
+    h.process(["b"])
+    h.tick()
+    h.tick()
+    assert len(h.component.batches) == 1
+    h.tick()
+    assert h.component.batches[-1] == ("b", ["b"])
+
+
+def test_batching_bolt_process_tick_still_called() -> None:
+    class Ticky(GroupBolt):
+        ticks = 0
+
+        def process_tick(self, tup: Tuple) -> None:
+            self.ticks += 1
+
+    h = BoltHarness(Ticky)
+    h.tick()
+    h.tick()
+    assert h.component.ticks == 2
+
+
+def test_batching_bolt_fails_the_batch_on_exception() -> None:
+    class Broken(GroupBolt):
+        def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+            raise Boom(key)
+
+    h = BoltHarness(Broken)
+    h.process(["a1"])
+    h.process(["a2"])
+    with pytest.raises(Boom):
+        h.tick()
+    assert h.failed == h.inputs
+    assert h.acked == []
+
+
+def test_batching_bolt_fails_every_unprocessed_tuple_on_exception() -> None:
+    class Broken(GroupBolt):
+        def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+            raise Boom(key)
+
+    h = BoltHarness(Broken)
+    for word in ["a1", "b1", "a2", "c1"]:
+        h.process([word])
+    with pytest.raises(Boom):
+        h.tick()
+    assert h.acked == []
+    assert sorted(t.values[0] for t in h.failed) == ["a1", "a2", "b1", "c1"]
+
+
+def test_batching_bolt_without_auto_ack_and_auto_fail() -> None:
+    class Manual(GroupBolt):
+        auto_ack = False
+        auto_fail = False
+
+        def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+            if key == "x":
+                raise Boom(key)
+            self.ack(tups[0])
+
+    h = BoltHarness(Manual)
+    first = h.process(["a1"])
+    h.process(["a2"])
+    h.tick()
+    assert h.acked == [first]
+    h.process(["x"])
+    with pytest.raises(Boom):
+        h.tick()
+    assert h.failed == []
+
+
+# -- TicklessBatchingBolt ------------------------------------------------------------------
+
+
+class Tickless(TicklessBatchingBolt):
+    outputs = ["n"]
+    secs_between_batches = 10.0
+    flushed: list[list[Any]]
+
+    def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+        self.flushed = []
+
+    def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+        self.flushed.append([t.values[0] for t in tups])
+
+
+def test_tickless_batching_bolt_flushes_after_secs_between_batches() -> None:
+    import time
+
+    before = time.monotonic()
+    h = BoltHarness(Tickless)
+    after = time.monotonic()
+    bolt = h.component
+    h.process([1])
+    h.process([2])
+    bolt._maybe_flush(before + 9.99)
+    assert bolt.flushed == [] and h.acked == []
+    bolt._maybe_flush(after + 10.0)
+    assert bolt.flushed == [[1, 2]]
+    assert h.acked == h.inputs
+    # the next flush is secs_between_batches after that one
+    h.process([3])
+    bolt._maybe_flush(after + 19.99)
+    assert bolt.flushed == [[1, 2]]
+    bolt._maybe_flush(after + 20.0)
+    assert bolt.flushed == [[1, 2], [3]]
+
+
+def test_tickless_batching_bolt_ignores_ticks() -> None:
+    h = BoltHarness(Tickless)
+    h.process([1])
+    for _ in range(5):
+        h.tick()
+    assert h.component.flushed == [] and h.acked == []
+
+
+# -- spouts ------------------------------------------------------------------------------
+
+
+class CountSpout(Spout):
+    outputs = ["n"]
+
+    def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+        self.n = 0
+        self.acks: list[Any] = []
+        self.fails: list[Any] = []
+
+    def next_tuple(self) -> None:
+        if self.n >= 3:
+            self.report_exhausted()
+            return
+        self.n += 1
+        self.emit([self.n], tup_id=f"id{self.n}")
+
+    def ack(self, tup_id: Any) -> None:
+        self.acks.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        self.fails.append(tup_id)
+
+
+def test_spout_emits_with_tup_id_and_reports_exhausted() -> None:
+    h = SpoutHarness(CountSpout)
+    emits = h.next_tuple(3)
+    assert [(e.values, e.tup_id, e.stream, e.anchors) for e in emits] == [
+        ([1], "id1", "default", []), ([2], "id2", "default", []), ([3], "id3", "default", []),
+    ]
+    assert h.exhausted is False
+    assert h.next_tuple() == []
+    assert h.exhausted is True
+
+
+def test_spout_ack_and_fail_reach_the_spout() -> None:
+    h = SpoutHarness(CountSpout)
+    h.next_tuple(2)
+    h.ack("id1")
+    h.fail("id2")
+    assert h.component.acks == ["id1"] and h.component.fails == ["id2"]
+
+
+def test_spout_need_task_ids() -> None:
+    class Asker(Spout):
+        outputs = ["n"]
+
+        def next_tuple(self) -> None:
+            self.result = self.emit([1], need_task_ids=True)
+
+    h = SpoutHarness(Asker)
+    h.next_tuple()
+    assert isinstance(h.component.result, list) and len(h.component.result) == 1
+
+
+def test_base_spout_next_tuple_and_bolt_process_are_abstract() -> None:
+    class Bare(Spout):
+        pass
+
+    with pytest.raises(NotImplementedError):
+        SpoutHarness(Bare).next_tuple()
+
+    class BareBolt(Bolt):
+        pass
+
+    h = BoltHarness(BareBolt)
+    with pytest.raises(NotImplementedError):
+        h.process(["x"])
+    assert h.failed == h.inputs
+
+
+class Reliable(ReliableSpout):
+    outputs = [Stream(["n"]), Stream(["n"], "other")]
+
+    def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+        self.n = 0
+
+    def next_tuple(self) -> None:
+        self.n += 1
+        self.emit([self.n], tup_id=self.n, stream="other" if self.n == 2 else None)
+
+
+def test_reliable_spout_re_emits_a_failed_tuple_up_to_max_fails_then_gives_up() -> None:
+    h = SpoutHarness(Reliable)
+    h.next_tuple()
+    assert Reliable.max_fails == 3
+    for attempt in range(1, 4):
+        h.fail(1)
+        assert len(h.emits) == 1 + attempt
+        assert (h.emits[-1].values, h.emits[-1].tup_id, h.emits[-1].stream) == ([1], 1, "default")
+    h.fail(1)  # the 4th failure: gives up
+    assert len(h.emits) == 4
+    assert 1 not in h.component.unacked_tuples and 1 not in h.component.failed_tuples
+    h.fail(1)  # unknown from now on
+    assert len(h.emits) == 4
+
+
+def test_reliable_spout_re_emits_on_the_original_stream() -> None:
+    h = SpoutHarness(Reliable)
+    h.next_tuple(2)
+    h.fail(2)
+    assert (h.emits[-1].values, h.emits[-1].tup_id, h.emits[-1].stream) == ([2], 2, "other")
+
+
+def test_reliable_spout_max_fails_is_configurable() -> None:
+    class Once(Reliable):
+        max_fails = 1
+
+    h = SpoutHarness(Once)
+    h.next_tuple()
+    h.fail(1)
+    h.fail(1)
+    h.fail(1)
+    assert len(h.emits) == 2
+
+
+def test_reliable_spout_forgets_acked_tuples() -> None:
+    h = SpoutHarness(Reliable)
+    h.next_tuple(2)
+    h.fail(1)
+    h.ack(1)
+    assert 1 not in h.component.unacked_tuples and 1 not in h.component.failed_tuples
+    assert 2 in h.component.unacked_tuples
+    before = len(h.emits)
+    h.fail(1)
+    assert len(h.emits) == before
+
+
+def test_reliable_spout_emit_without_tup_id_raises() -> None:
+    class NoId(ReliableSpout):
+        outputs = ["n"]
+
+        def next_tuple(self) -> None:
+            self.emit([1])
+
+    h = SpoutHarness(NoId)
+    with pytest.raises(ValueError, match="tup_id"):
+        h.next_tuple()
+    assert h.emits == [] and h.component.unacked_tuples == {}
+
+
+# -- lifecycle and helpers -----------------------------------------------------------------
+
+
+def test_initialize_receives_conf_and_context() -> None:
+    got: dict[str, Any] = {}
+
+    class Init(Bolt):
+        outputs = ["x"]
+
+        def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+            got["conf"] = storm_conf
+            got["context"] = context
+            got["name"] = self.component_name
+            got["task"] = self.task_id
+
+    BoltHarness(Init, conf={"my.key": 5}, name="init_bolt", task=9)
+    assert got["conf"]["my.key"] == 5
+    assert "topology.message.timeout.secs" in got["conf"]  # defaults included
+    assert got["context"]["taskid"] == 9
+    assert got["context"]["componentid"] == "init_bolt"
+    assert got["context"]["task->component"] == {"9": "init_bolt"}
+    assert (got["name"], got["task"]) == ("init_bolt", 9)
+
+
+def test_raise_exception_records_the_error_without_raising() -> None:
+    class Reporter(Bolt):
+        outputs = ["x"]
+
+        def process(self, tup: Tuple) -> None:
+            self.raise_exception(Boom("reported"), tup)
+
+    h = BoltHarness(Reporter)
+    tup = h.process(["a"])
+    assert len(h.errors) == 1
+    exc, where = h.errors[0]
+    assert isinstance(exc, Boom) and str(exc) == "reported" and where is tup
+    assert h.acked == [tup]
+
+
+def test_spout_activate_called_by_harness() -> None:
+    class Act(Spout):
+        outputs = ["x"]
+        activated = 0
+
+        def activate(self) -> None:
+            self.activated += 1
+
+    assert SpoutHarness(Act).component.activated == 1
+
+
+def test_component_without_collector_refuses_to_emit() -> None:
+    with pytest.raises(AssertionError, match="not running"):
+        SplitBolt().emit(["x"])
+    with pytest.raises(AssertionError, match="not running"):
+        CountSpout().emit([1])
+
+
+def test_log_uses_the_component_logger(caplog: pytest.LogCaptureFixture) -> None:
+    bolt = SplitBolt(name="splitter")
+    with caplog.at_level("DEBUG", logger="storm_zmq.component.splitter"):
+        bolt.log("hello")
+        bolt.log("careful", level="warning")
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", "hello"), ("WARNING", "careful")
+    ]
+
+
+def test_spec_builds_component_specs() -> None:
+    s = CountSpout.spec(name="s", par=2, num_tasks=4)
+    b = SplitBolt.spec(inputs=[s], par=3)
+    assert isinstance(s, ComponentSpec) and s.kind == "spout"
+    assert (s.name, s.par, s.num_tasks) == ("s", 2, 4)
+    assert b.kind == "bolt" and b.par == 3 and b.num_tasks == 3
+    assert list(b.outputs) == ["default"] and b.outputs["default"].fields == ("word",)

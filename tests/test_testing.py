@@ -1,0 +1,196 @@
+"""Tests for the in-process harness itself (storm_zmq.testing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from storm_zmq.component import SYSTEM_COMPONENT, TICK_STREAM, Bolt, Spout, Tuple
+from storm_zmq.config import DEFAULTS
+from storm_zmq.testing import BoltHarness, Emit, SpoutHarness
+from storm_zmq.topology import Stream
+
+
+class EchoBolt(Bolt):
+    outputs = [Stream(["v"]), Stream(["v", "n"], "pairs"), Stream(["v"], "direct", direct=True)]
+
+    def process(self, tup: Tuple) -> None:
+        self.emit((tup.values[0],))
+        self.emit([tup.values[0], 2], stream="pairs")
+
+
+class TickRecorder(Bolt):
+    outputs = ["x"]
+
+    def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+        self.ticks: list[Tuple] = []
+
+    def process(self, tup: Tuple) -> None:
+        pass
+
+    def process_tick(self, tup: Tuple) -> None:
+        self.ticks.append(tup)
+
+
+class IdSpout(Spout):
+    outputs = ["n"]
+
+    def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+        self.n = 0
+        self.calls: list[tuple[str, Any]] = []
+
+    def next_tuple(self) -> None:
+        self.n += 1
+        self.emit([self.n], tup_id=self.n)
+
+    def ack(self, tup_id: Any) -> None:
+        self.calls.append(("ack", tup_id))
+
+    def fail(self, tup_id: Any) -> None:
+        self.calls.append(("fail", tup_id))
+
+
+def test_emitted_values_filters_by_stream() -> None:
+    h = BoltHarness(EchoBolt)
+    h.process(["a"])
+    h.process(["b"])
+    assert h.emitted_values() == [["a"], ["a", 2], ["b"], ["b", 2]]
+    assert h.emitted_values("default") == [["a"], ["b"]]
+    assert h.emitted_values("pairs") == [["a", 2], ["b", 2]]
+    assert h.emitted_values("direct") == []
+    assert h.emitted_values("unknown") == []
+
+
+def test_emits_are_recorded_as_emit_records_with_lists() -> None:
+    h = BoltHarness(EchoBolt)
+    tup = h.process(["a"])
+    assert h.emits[0] == Emit(values=["a"], stream="default", anchors=[tup], tup_id=None,
+                              direct_task=None)
+    assert type(h.emits[0].values) is list  # a tuple emit is stored as a list
+
+
+def test_refused_emits_are_not_recorded() -> None:
+    h = BoltHarness(EchoBolt)
+    collector = h.component._collector
+    with pytest.raises(ValueError, match="'nope'"):
+        collector.emit(["x"], "nope", None, None, None, False)
+    with pytest.raises(ValueError, match="'pairs'"):
+        collector.emit(["x"], "pairs", None, None, None, False)
+    assert h.emits == []
+
+
+def test_inputs_list_records_every_processed_tuple() -> None:
+    h = BoltHarness(EchoBolt)
+    t1 = h.process(["a"])
+    t2 = h.process(["b"], fields=["v"], component="up", stream="s", task=3)
+    assert h.inputs == [t1, t2]
+    assert (t2.component, t2.stream, t2.task, t2.values.v) == ("up", "s", 3, "b")
+    assert (t1.component, t1.stream, t1.task) == ("source", "default", 0)
+    assert t1.values.field0 == "a"
+    assert t1.id != t2.id
+
+
+def test_process_accepts_a_made_tuple_as_is() -> None:
+    h = BoltHarness(EchoBolt)
+    tup = h.make_tuple(["z"], fields=["v"])
+    assert h.process(tup) is tup
+    assert h.inputs == [tup]
+    assert h.acked == [tup]
+
+
+def test_inputs_include_a_tuple_whose_processing_raised() -> None:
+    class Raising(Bolt):
+        outputs = ["x"]
+
+        def process(self, tup: Tuple) -> None:
+            raise RuntimeError("x")
+
+    h = BoltHarness(Raising)
+    with pytest.raises(RuntimeError):
+        h.process(["a"])
+    assert len(h.inputs) == 1 and h.failed == h.inputs
+
+
+def test_tick_delivers_a_system_tick_tuple() -> None:
+    h = BoltHarness(TickRecorder)
+    h.tick()
+    h.tick(30)
+    ticks = h.component.ticks
+    assert [t.values[0] for t in ticks] == [1, 30]
+    assert all(t.is_tick_tuple() for t in ticks)
+    assert (ticks[0].component, ticks[0].stream, ticks[0].task) == (SYSTEM_COMPONENT, TICK_STREAM, -1)
+    assert h.inputs == []  # ticks are not inputs
+
+
+def test_need_task_ids_returns_the_target_task() -> None:
+    h = BoltHarness(EchoBolt)
+    h.target_task = 42
+    assert h.component._collector.emit(["x"], None, None, None, None, True) == [42]
+
+
+def test_conf_overrides_defaults_and_name_and_task_are_passed() -> None:
+    class Conf(Bolt):
+        def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+            self.conf = storm_conf
+            self.context = context
+
+    h = BoltHarness(Conf, conf={"topology.message.timeout.secs": 7, "x": 1}, name="c", task=5)
+    conf = h.component.conf
+    assert conf["topology.message.timeout.secs"] == 7 and conf["x"] == 1
+    assert set(DEFAULTS) <= set(conf)
+    assert DEFAULTS["topology.message.timeout.secs"] != 7  # the default itself is untouched
+    assert h.component.context["taskid"] == 5
+    assert (h.component.component_name, h.component.task_id) == ("c", 5)
+
+
+def test_harness_starts_empty() -> None:
+    h = SpoutHarness(IdSpout)
+    assert (h.emits, h.acked, h.failed, h.errors, h.exhausted) == ([], [], [], [], False)
+    assert h.output_fields == {"default": ("n",)}
+
+
+def test_spout_harness_next_tuple_returns_only_new_emits() -> None:
+    h = SpoutHarness(IdSpout)
+    first = h.next_tuple()
+    assert [e.tup_id for e in first] == [1]
+    more = h.next_tuple(times=3)
+    assert [e.tup_id for e in more] == [2, 3, 4]
+    assert [e.values for e in h.emits] == [[1], [2], [3], [4]]
+
+
+def test_spout_harness_ack_and_fail_pass_through() -> None:
+    h = SpoutHarness(IdSpout)
+    h.next_tuple(2)
+    h.ack(1)
+    h.fail(2)
+    h.ack("never emitted")
+    assert h.component.calls == [("ack", 1), ("fail", 2), ("ack", "never emitted")]
+    # the spout's ack/fail are not the bolt-side acked/failed lists
+    assert h.acked == [] and h.failed == []
+
+
+def test_spout_harness_records_errors_and_exhaustion() -> None:
+    class Done(Spout):
+        outputs = ["n"]
+
+        def next_tuple(self) -> None:
+            self.raise_exception(ValueError("odd"))
+            self.report_exhausted()
+
+    h = SpoutHarness(Done)
+    h.next_tuple()
+    assert h.exhausted is True
+    assert len(h.errors) == 1 and isinstance(h.errors[0][0], ValueError) and h.errors[0][1] is None
+
+
+def test_direct_task_on_a_non_direct_stream_is_refused_as_in_a_worker() -> None:
+    h = BoltHarness(EchoBolt)
+    with pytest.raises(ValueError, match="direct"):
+        h.component.emit(["x"], direct_task=3)
+
+
+def test_emit_on_a_direct_stream_needs_direct_task_as_in_a_worker() -> None:
+    h = BoltHarness(EchoBolt)
+    with pytest.raises(ValueError, match="direct"):
+        h.component.emit(["x"], stream="direct")
