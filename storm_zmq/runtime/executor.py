@@ -161,8 +161,10 @@ class TaskCollector:
         if self._is_spout:
             if tup_id is not None:
                 executor._spout_emit_tracked(self._task, route, values, tup_id, targets)
-            else:
+            elif targets:
                 executor._deliver_untracked(self._task, route, values, targets)
+        elif not targets:  # nobody subscribes to this stream
+            pass
         elif anchors and executor.acking:
             executor._deliver_anchored(self._task, route, values, anchors, targets)
         else:
@@ -209,6 +211,7 @@ class Executor(threading.Thread):
         self.component = assignment.component
         self.index = assignment.index
         self.incoming: BatchQueue[tuple[int, Any]] = worker.queues[assignment.index]
+        self._task_location = worker.task_location
         self.debug = bool(worker.conf.get("topology.debug"))
         self.acking = bool(worker.assignment.ackers)
         self._ackers = worker.assignment.ackers
@@ -283,7 +286,10 @@ class Executor(threading.Thread):
     def _deliver_untracked(
         self, source: int, route: _StreamRoute, values: Sequence[Any], targets: Sequence[int]
     ) -> None:
-        location = self.worker.task_location
+        # The per-tuple hot path: local delivery is inlined rather than a call per
+        # target, and one Tuple (or one payload) serves every target.
+        location = self._task_location
+        out_local = self._out_local
         tup = None
         payload = None
         for target in targets:
@@ -292,11 +298,17 @@ class Executor(threading.Thread):
                 if tup is None:
                     tup = _new(Tuple, (None, self.component, route.stream, source,
                                        _new(route.values_cls, values)))
-                self._local(where, target, tup)
+                batch = out_local.get(where)
+                if batch is None:
+                    batch = out_local[where] = []
+                batch.append((target, tup))
+                self._buffered += 1
             else:
                 if payload is None:
                     payload = encode_tuple(source, route.stream, None, values, self.component)
                 self._remote(-1 - where, TaskMessage(target, payload))
+        if self._buffered >= self._max_buffered:
+            self.flush()
 
     def _deliver_with_roots(
         self, source: int, route: _StreamRoute, values: Sequence[Any], target: int,
@@ -313,6 +325,8 @@ class Executor(threading.Thread):
         else:
             payload = encode_tuple(source, route.stream, roots or None, values, self.component)
             self._remote(-1 - where, TaskMessage(target, payload))
+        if self._buffered >= self._max_buffered:
+            self.flush()
 
     def _deliver_anchored(
         self, source: int, route: _StreamRoute, values: Sequence[Any],
@@ -332,19 +346,21 @@ class Executor(threading.Thread):
         else:
             payload = encode_tuple(source, stream, None, values, self.component)
             self._remote(-1 - where, TaskMessage(target, payload))
+        if self._buffered >= self._max_buffered:
+            self.flush()
 
     def _send_to_acker(self, source: int, stream: str, root: int, values: tuple[Any, ...]) -> None:
         acker = self._ackers[acker_index(root, len(self._ackers))]
         self._send_system(source, acker, stream, values)
 
+    # _local and _remote only buffer; every delivery path checks the bound once at
+    # its end, so a flush never happens while a caller holds a buffer.
     def _local(self, executor: int, target: int, tup: Tuple) -> None:
         batch = self._out_local.get(executor)
         if batch is None:
             batch = self._out_local[executor] = []
         batch.append((target, tup))
         self._buffered += 1
-        if self._buffered >= self._max_buffered:
-            self.flush()
 
     def _remote(self, worker: int, message: TaskMessage) -> None:
         batch = self._out_remote.get(worker)
@@ -353,8 +369,6 @@ class Executor(threading.Thread):
             batch.worker = worker
         batch.append(message)
         self._buffered += 1
-        if self._buffered >= self._max_buffered:
-            self.flush()
 
     def flush(self) -> None:
         """Hand buffered output on: one queue put per destination."""
