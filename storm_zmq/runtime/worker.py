@@ -3,26 +3,29 @@
 Threads: one per executor, one receive thread (transport `recv` -> group by task's
 executor -> one list per executor onto its bounded queue), one send thread (bounded
 transfer queue -> group by destination worker -> one `send` per worker per batch),
-and the main thread, which talks to whoever started the worker over a pipe
-(activate, deactivate, stop; ready, stats, error, stopped) and injects tick tuples.
+and the main thread, which answers to a `WorkerControl` (the local runner over a
+pipe, or ZooKeeper in cluster mode): activate, deactivate, stop; ready, stats, error,
+stopped. A worker follows peers that move (`update_peers`) without restarting.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import os
+import queue
 import random
 import signal
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from storm_zmq.component import Tuple
 from storm_zmq.messaging import Connection, load_context
 from storm_zmq.messaging.counters import RefusalLog
-from storm_zmq.runtime.assignment import ACKER, Assignment
+from storm_zmq.runtime.assignment import ACKER, Assignment, WorkerSlot
 from storm_zmq.runtime.executor import (
     Executor,
     RemoteBatch,
@@ -158,12 +161,63 @@ class WorkerState:
         self.failed.set()
 
 
+class WorkerControl(Protocol):
+    """Who a worker answers to: the local runner (a pipe) or, in cluster mode,
+    ZooKeeper. Commands are "activate", "deactivate" and "stop"."""
+
+    def poll(self, timeout: float) -> str | None:
+        """The next command, or None after `timeout`; "stop" when the controller
+        is gone."""
+
+    def ready(self, worker: int) -> None: ...
+
+    def report_stats(self, worker: int, stats: dict[str, Any]) -> None: ...
+
+    def report_error(self, worker: int, text: str) -> None: ...
+
+    def stopped(self, worker: int, stats: dict[str, Any]) -> None: ...
+
+
+class PipeControl:
+    """The local runner's end of a multiprocessing pipe (runtime/local.py)."""
+
+    def __init__(self, pipe: Any) -> None:
+        self.pipe = pipe
+
+    def poll(self, timeout: float) -> str | None:
+        if not self.pipe.poll(timeout):
+            return None
+        try:
+            return self.pipe.recv()
+        except EOFError:  # whoever started us is gone: stop
+            return "stop"
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        try:
+            self.pipe.send(message)
+        except OSError:
+            pass  # the runner is gone; it will not read this
+
+    def ready(self, worker: int) -> None:
+        self._send(("ready", worker))
+
+    def report_stats(self, worker: int, stats: dict[str, Any]) -> None:
+        self._send(("stats", worker, stats))
+
+    def report_error(self, worker: int, text: str) -> None:
+        self._send(("error", worker, text))
+
+    def stopped(self, worker: int, stats: dict[str, Any]) -> None:
+        self._send(("stopped", worker, stats))
+
+
 class Worker:
     """Runs one worker in this process until told to stop or a component fails."""
 
-    def __init__(self, spec: dict[str, Any], pipe: Any) -> None:
+    def __init__(self, spec: dict[str, Any], control: WorkerControl) -> None:
         self.spec = spec
-        self.pipe = pipe
+        self.control = control
+        self._peer_updates: queue.SimpleQueue[list[WorkerSlot]] = queue.SimpleQueue()
         self.conf: dict[str, Any] = spec["conf"]
         self.index: int = spec["worker_index"]
         self.assignment = Assignment.from_dict(spec["assignment"])
@@ -197,7 +251,7 @@ class Worker:
                 if state.failed.is_set():
                     return self._die()
         tune_gc()
-        self.pipe.send(("ready", self.index))
+        self.control.ready(self.index)
         code = self._main_loop()
         self._shutdown(threads)
         return code
@@ -210,23 +264,19 @@ class Worker:
         while True:
             if state.failed.is_set():
                 return self._die()
-            if self.pipe.poll(0.05):
-                try:
-                    command = self.pipe.recv()
-                except EOFError:  # whoever started us is gone: stop
-                    return 0
-                if command == "activate":
-                    for executor in self._spouts():
-                        executor.request_activate()
-                elif command == "deactivate":
-                    for executor in self._spouts():
-                        executor.request_deactivate()
-                elif command == "stop":
-                    return 0
+            command = self.control.poll(0.05)
+            if command == "activate":
+                for executor in self._spouts():
+                    executor.request_activate()
+            elif command == "deactivate":
+                for executor in self._spouts():
+                    executor.request_deactivate()
+            elif command == "stop":
+                return 0
             now = time.monotonic()
             if now >= next_stats:
                 next_stats = now + STATS_INTERVAL
-                self.pipe.send(("stats", self.index, self.stats()))
+                self.control.report_stats(self.index, self.stats())
 
     def _spouts(self) -> list[SpoutExecutor]:
         return [e for e in self.executors if isinstance(e, SpoutExecutor)]
@@ -264,10 +314,7 @@ class Worker:
         text = str(failure)
         print(f"worker {self.index} (port {self.assignment.workers[self.index].port}): {text}",
               file=sys.stderr, flush=True)
-        try:
-            self.pipe.send(("error", self.index, text))
-        except OSError:
-            pass
+        self.control.report_error(self.index, text)
         return 1
 
     def _shutdown(self, threads: list[threading.Thread]) -> None:
@@ -287,7 +334,7 @@ class Worker:
         if self.server is not None:
             self.server.close()
         self.context.term()
-        self.pipe.send(("stopped", self.index, final))
+        self.control.stopped(self.index, final)
 
     # -- I/O threads ------------------------------------------------------------------
 
@@ -320,10 +367,29 @@ class Worker:
                 except QueueClosed:
                     return
 
+    def update_peers(self, workers: list[WorkerSlot]) -> None:
+        """Follow an assignment change: peers that moved get new connections.
+        Applied by the send thread, the only user of the client connections."""
+        self._peer_updates.put(workers)
+
+    def _apply_peer_updates(self) -> None:
+        while not self._peer_updates.empty():
+            workers = self._peer_updates.get()
+            for index, slot in enumerate(workers):
+                if index == self.index or self.assignment.workers[index] == slot:
+                    continue
+                old = self.clients.pop(index, None)
+                if old is not None:
+                    old.close()
+                log.info("worker %d moved to %s:%d; reconnecting", index, slot.host, slot.port)
+                self.clients[index] = self.context.connect(self.assignment.storm_id, slot.host, slot.port)
+            self.assignment = dataclasses.replace(self.assignment, workers=tuple(workers))
+
     def _send_loop(self) -> None:
         state = self.state
         transfer = state.transfer
         while True:
+            self._apply_peer_updates()
             batches = transfer.get_all(timeout=0.1)
             if not batches:
                 if state.stopping.is_set():
@@ -353,16 +419,13 @@ def worker_main(spec: dict[str, Any], pipe: Any) -> None:
     )
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     try:
-        code = Worker(spec, pipe).run()
+        code = Worker(spec, PipeControl(pipe)).run()
     except BaseException as exc:
         import traceback
 
         text = "".join(traceback.format_exception(exc))
         print(f"worker {spec['worker_index']} failed to start:\n{text}", file=sys.stderr, flush=True)
-        try:
-            pipe.send(("error", spec["worker_index"], text))
-        except OSError:
-            pass
+        PipeControl(pipe).report_error(spec["worker_index"], text)
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()
