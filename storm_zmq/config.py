@@ -169,6 +169,33 @@ SCHEMA: dict[str, Setting] = {
         30000, "int", "Cap of the exponential wait between ZooKeeper retries (ms).",
         minimum=0),
     # --- topology ------------------------------------------------------------------
+    "nimbus.monitor.freq.secs": Setting(
+        5, "int", "How often the leader nimbus checks supervisors and worker heartbeats "
+        "and repairs assignments (Storm's default is 10).", minimum=1),
+    "nimbus.task.timeout.secs": Setting(
+        30, "int", "A worker whose ZooKeeper heartbeat is older than this is dead to "
+        "nimbus, which moves it to another slot.", minimum=1),
+    "nimbus.task.launch.secs": Setting(
+        120, "int", "Grace for a newly assigned worker before nimbus expects its first "
+        "heartbeat.", minimum=1),
+    "nimbus.supervisor.timeout.secs": Setting(
+        60, "int", "A supervisor whose registration was not refreshed for this long is "
+        "dead to nimbus (a lost ZooKeeper session removes it at once).", minimum=1),
+    "supervisor.monitor.frequency.secs": Setting(
+        3, "int", "How often a supervisor reconciles its worker processes with the "
+        "assignments.", minimum=1),
+    "supervisor.worker.timeout.secs": Setting(
+        30, "int", "A worker whose local heartbeat is older than this is killed and "
+        "restarted by its supervisor.", minimum=1),
+    "supervisor.worker.start.timeout.secs": Setting(
+        120, "int", "Grace for a starting worker before its supervisor expects a "
+        "heartbeat.", minimum=1),
+    "supervisor.worker.shutdown.sleep.secs": Setting(
+        5, "int", "How long a supervisor waits after asking a worker to stop before "
+        "killing it.", minimum=0),
+    "worker.heartbeat.frequency.secs": Setting(
+        1, "int", "How often a worker writes its heartbeat (local file and ZooKeeper).",
+        minimum=1),
     "topology.workers": Setting(
         1, "int", "Worker processes the topology is spread over.", minimum=1),
     "topology.acker.executors": Setting(

@@ -75,7 +75,7 @@ def test_schema_is_plain_data_with_docs() -> None:
         assert setting.kind in KINDS, key
         assert setting.doc.strip(), key
         assert setting.doc.strip().endswith((".", ")")), key
-        assert key.startswith(("storm.", "topology.", "supervisor.")), key
+        assert key.startswith(("storm.", "topology.", "supervisor.", "nimbus.", "worker.")), key
     for low, high in ORDERED_PAIRS:
         assert low in SCHEMA and high in SCHEMA
 
@@ -119,6 +119,15 @@ def test_defaults_are_storms_names_and_values() -> None:
         "storm.zookeeper.retry.times": 5,
         "storm.zookeeper.retry.interval": 1000,
         "storm.zookeeper.retry.intervalceiling.millis": 30000,
+        "nimbus.monitor.freq.secs": 5,
+        "nimbus.task.timeout.secs": 30,
+        "nimbus.task.launch.secs": 120,
+        "nimbus.supervisor.timeout.secs": 60,
+        "supervisor.monitor.frequency.secs": 3,
+        "supervisor.worker.timeout.secs": 30,
+        "supervisor.worker.start.timeout.secs": 120,
+        "supervisor.worker.shutdown.sleep.secs": 5,
+        "worker.heartbeat.frequency.secs": 1,
         "topology.workers": 1,
         "topology.acker.executors": None,
         "topology.max.spout.pending": None,

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections import Counter
 
 from storm_zmq import BatchingBolt, Bolt, Spout, Stream
@@ -38,8 +39,16 @@ class NumberSpout(Spout):
         self.max_outstanding = 0
         self.replay = []
         self.reported = False
+        # test.rate: ids per second per task, so that a test can act mid-run
+        self.interval = 1.0 / conf["test.rate"] if conf.get("test.rate") else 0.0
+        self.next_at = time.monotonic()
 
     def next_tuple(self):
+        if self.interval:
+            now = time.monotonic()
+            if now < self.next_at:
+                return
+            self.next_at = max(self.next_at + self.interval, now - 1.0)
         if self.replay:
             i = self.replay.pop()
         else:
@@ -184,3 +193,26 @@ class TaskSinkBolt(SinkBolt):
 
     def process(self, tup):
         self.seen.append([self.task, tup.values[0]])
+
+
+class RelayBolt(Bolt):
+    """Passes ids on, anchored (auto_anchor) and acked (auto_ack)."""
+
+    outputs = ["id"]
+
+    def process(self, tup):
+        self.emit([tup.values.id])
+
+
+class AppendSinkBolt(Bolt):
+    """Appends each id to a file as it arrives: a SIGKILLed worker never runs
+    cleanup(), and a test watching a running cluster needs to see progress."""
+
+    outputs = []
+
+    def initialize(self, conf, ctx):
+        name = f"sink-{ctx['taskid']}-{os.getpid()}.log"
+        self.out = open(os.path.join(conf["test.output_dir"], name), "a", buffering=1)
+
+    def process(self, tup):
+        self.out.write(f"{tup.values[0]}\n")

@@ -1,0 +1,219 @@
+"""Cluster mode commands: the daemons (`nimbus`, `supervisor`) and Storm's topology
+commands (`submit`, `kill`, `list`, `activate`, `deactivate`, `rebalance`).
+
+Every command reaches ZooKeeper through `storm_zmq.cluster.state`; an unreachable
+ZooKeeper is one clear error line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import time
+from typing import Any
+
+from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
+from storm_zmq.config import ConfigError, parse_override, validate
+
+
+def add_parser(subparsers: Any) -> None:
+    def command(name: str, help: str, func: Any) -> argparse.ArgumentParser:
+        parser = subparsers.add_parser(name, help=help, description=help)
+        add_config_arguments(parser)
+        parser.set_defaults(func=func)
+        return parser
+
+    command("nimbus", "run a nimbus daemon (several may run; one leads)", run_nimbus)
+    command("supervisor", "run this host's supervisor daemon", run_supervisor)
+    submit = command("submit", "submit a topology to the cluster", submit_topology)
+    submit.add_argument("topology_file", metavar="TOPOLOGY_FILE")
+    submit.add_argument("-n", "--name", help="topology name (default: the Topology's name)")
+    submit.add_argument("-w", "--workers", type=int, help="workers (default: topology.workers)")
+    submit.add_argument("--class", dest="topology_class",
+                        help="the Topology class when the file defines several")
+    kill = command("kill", "kill a topology: deactivate, wait, remove", kill_topology)
+    kill.add_argument("name")
+    kill.add_argument("-w", "--wait", type=float, default=None, metavar="SECS",
+                      help="seconds between deactivation and removal "
+                           "(default: topology.message.timeout.secs)")
+    command("list", "list the topologies", list_topologies)
+    for name, status in (("activate", "active"), ("deactivate", "inactive")):
+        p = command(name, f"{name} a topology's spouts", set_status)
+        p.add_argument("name")
+        p.set_defaults(status=status)
+    rebalance = command("rebalance", "spread a topology over the cluster again", rebalance_topology)
+    rebalance.add_argument("name")
+    rebalance.add_argument("-w", "--wait", type=float, default=None, metavar="SECS")
+    rebalance.add_argument("-n", "--num-workers", type=int, default=None)
+
+
+def _state(conf: dict[str, Any]) -> Any:
+    from storm_zmq.cluster.state import ClusterState, ClusterUnavailable
+
+    try:
+        return ClusterState(conf).start(timeout=conf["storm.zookeeper.connection.timeout"] / 1000)
+    except ClusterUnavailable as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _daemon(args: argparse.Namespace, factory: Any) -> int:
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    conf = load_config_from_args(args)
+    from storm_zmq.cluster.state import ClusterUnavailable
+
+    daemon = factory(conf)
+
+    def stop(*_: Any) -> None:
+        daemon.stopping.set()
+        if hasattr(daemon, "state") and factory.__name__ == "Nimbus":
+            daemon.state.stop()  # wakes a standby blocked in the election
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        return daemon.run()
+    except ClusterUnavailable as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run_nimbus(args: argparse.Namespace) -> int:
+    from storm_zmq.cluster.nimbus import Nimbus
+
+    return _daemon(args, Nimbus)
+
+
+def run_supervisor(args: argparse.Namespace) -> int:
+    from storm_zmq.cluster.supervisor import Supervisor
+
+    return _daemon(args, Supervisor)
+
+
+def _find(state: Any, name: str) -> tuple[str, dict[str, Any]]:
+    """The live (not killed) topology called `name`."""
+    for topology_id in state.topologies():
+        record = state.get_topology(topology_id)
+        if record and record["name"] == name and record["status"] != "killed":
+            return topology_id, record
+    raise UsageError(f"no running topology named {name!r} (see storm-zmq list)")
+
+
+def submit_topology(args: argparse.Namespace) -> int:
+    from storm_zmq.cluster.package import PackageError, build_package
+    from storm_zmq.runtime.assignment import acker_executors
+    from storm_zmq.topology import load_topology
+
+    conf = load_config_from_args(args)
+    try:
+        package = build_package(args.topology_file, args.topology_class)
+    except PackageError as exc:
+        raise UsageError(str(exc)) from None
+    definition = load_topology(args.topology_file, args.topology_class).definition()
+    overrides = dict(parse_override(text) for text in args.overrides)
+    topology_conf = {**conf, **definition.config, **overrides}
+    try:
+        validate(topology_conf, {key: "topology config" for key in definition.config})
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    name = args.name or definition.name
+    workers = args.workers or int(topology_conf["topology.workers"])
+    if workers < 1:
+        raise UsageError(f"-w/--workers must be at least 1, got {workers}")
+    state = _state(conf)
+    try:
+        for topology_id in state.topologies():
+            record = state.get_topology(topology_id)
+            if record and record["name"] == name and record["status"] != "killed":
+                raise UsageError(f"topology {name!r} is already running as {topology_id}; "
+                                 f"kill it first (storm-zmq kill {name})")
+        topology_id = f"{name}-{int(time.time())}"
+        print(f"uploading {len(package.data):,} bytes of code ({len(package.files)} files)",
+              file=sys.stderr)
+        state.put_code(topology_id, package.data)
+        state.set_topology(topology_id, {
+            "name": name,
+            "status": "active",
+            "conf": topology_conf,
+            "num_workers": workers,
+            "ackers": acker_executors(topology_conf, workers),
+            "components": {n: [c.par, c.num_tasks] for n, c in definition.components.items()},
+            "topology_file": package.topology_file,
+            "topology_class": package.topology_class,
+            "launch_time": time.time(),
+            "code_sha256": package.sha256,
+        })
+    finally:
+        state.stop()
+    print(f"submitted topology {name!r} as {topology_id} ({workers} workers)")
+    return 0
+
+
+def kill_topology(args: argparse.Namespace) -> int:
+    conf = load_config_from_args(args)
+    state = _state(conf)
+    try:
+        topology_id, record = _find(state, args.name)
+        wait = args.wait if args.wait is not None else float(record["conf"]["topology.message.timeout.secs"])
+        state.set_topology(topology_id, {**record, "status": "killed", "kill_at": time.time() + wait})
+    finally:
+        state.stop()
+    print(f"killed {args.name!r} ({topology_id}): deactivated; removed in {wait:g} s")
+    return 0
+
+
+def set_status(args: argparse.Namespace) -> int:
+    conf = load_config_from_args(args)
+    state = _state(conf)
+    try:
+        topology_id, record = _find(state, args.name)
+        state.set_topology(topology_id, {**record, "status": args.status})
+    finally:
+        state.stop()
+    print(f"{args.name!r} is {args.status}")
+    return 0
+
+
+def rebalance_topology(args: argparse.Namespace) -> int:
+    conf = load_config_from_args(args)
+    state = _state(conf)
+    try:
+        topology_id, record = _find(state, args.name)
+        if args.num_workers is not None and args.num_workers < 1:
+            raise UsageError(f"-n/--num-workers must be at least 1, got {args.num_workers}")
+        wait = args.wait if args.wait is not None else float(record["conf"]["topology.message.timeout.secs"])
+        state.set_topology(topology_id, {**record, "status": "inactive"})
+        print(f"deactivated {args.name!r}; rebalancing in {wait:g} s", file=sys.stderr)
+        time.sleep(wait)  # Storm's rebalance: let in-flight tuples finish first
+        workers = args.num_workers or record["num_workers"]
+        state.set_topology(topology_id, {**record, "status": "active", "num_workers": workers,
+                                         "rebalance": True})
+    finally:
+        state.stop()
+    print(f"rebalancing {args.name!r} over {workers} workers")
+    return 0
+
+
+def list_topologies(args: argparse.Namespace) -> int:
+    conf = load_config_from_args(args)
+    state = _state(conf)
+    try:
+        rows = []
+        for topology_id in state.topologies():
+            record = state.get_topology(topology_id)
+            if record is None:
+                continue
+            uptime = time.time() - record["launch_time"]
+            rows.append((record["name"], record["status"], str(record["num_workers"]),
+                         f"{uptime:,.0f}s", topology_id))
+    finally:
+        state.stop()
+    if not rows:
+        print("no topologies")
+        return 0
+    header = ("name", "status", "workers", "uptime", "id")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0

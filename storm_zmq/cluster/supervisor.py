@@ -1,0 +1,237 @@
+"""The supervisor daemon (`storm-zmq supervisor`): one per host.
+
+It registers itself in ZooKeeper (an ephemeral node with its host and
+`supervisor.slots.ports`), and every `supervisor.monitor.frequency.secs` reconciles
+the worker processes it runs with the assignments: it launches a worker for each
+slot assigned to it (fetching the topology's code from ZooKeeper once), restarts a
+worker that died or whose local heartbeat is older than
+`supervisor.worker.timeout.secs`, and stops workers whose slot is no longer theirs.
+While ZooKeeper is unreachable it leaves its workers running as they are.
+
+Files under `storm.local.dir`: `supervisor/id` (a stable id across restarts),
+`stormdist/<topology>/` (unpacked code), `workers/<topology>-<port>/` (launch file,
+heartbeat, pid) and `logs/<topology>-<port>.log` (each worker's output).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from storm_zmq.cluster.package import MARKER_NAME, unpack_package
+from storm_zmq.cluster.state import ClusterState
+from storm_zmq.cluster.worker import slots_of
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunningWorker:
+    topology_id: str
+    index: int
+    port: int
+    process: subprocess.Popen[bytes]
+    started_at: float
+    directory: Path
+
+
+def local_hostname(conf: dict[str, Any]) -> str:
+    """`storm.local.hostname`, or this host's name: how peers reach our workers."""
+    return conf.get("storm.local.hostname") or socket.gethostname()
+
+
+class Supervisor:
+    def __init__(self, conf: dict[str, Any]) -> None:
+        self.conf = conf
+        self.local_dir = Path(conf["storm.local.dir"]).resolve()
+        self.host = local_hostname(conf)
+        self.ports = list(conf["supervisor.slots.ports"])
+        self.id = self._stable_id()
+        self.workers: dict[int, RunningWorker] = {}
+        self.stopping = threading.Event()
+        self.state = ClusterState(conf)
+        self._zk_down_logged = False
+
+    def _stable_id(self) -> str:
+        path = self.local_dir / "supervisor" / "id"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.write_text(f"{self.host}-{uuid.uuid4().hex[:8]}")
+        return path.read_text().strip()
+
+    def run(self) -> int:
+        self.state.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000)
+        self._kill_leftover_workers()
+        self._register()
+        log.info("supervisor %s on %s, slots %s, local dir %s", self.id, self.host, self.ports,
+                 self.local_dir)
+        interval = float(self.conf["supervisor.monitor.frequency.secs"])
+        while not self.stopping.is_set():
+            try:
+                self.reconcile()
+                self._register()
+                if self._zk_down_logged:
+                    log.info("ZooKeeper is back")
+                    self._zk_down_logged = False
+            except Exception as exc:  # ZooKeeper down: keep the workers we have
+                if not self._zk_down_logged:
+                    log.warning("cannot reach ZooKeeper (%s); workers keep running", exc)
+                    self._zk_down_logged = True
+                self._restart_dead_workers()
+            self.stopping.wait(interval)
+        self.shutdown()
+        return 0
+
+    def _register(self) -> None:
+        self.state.register_supervisor(self.id, {
+            "host": self.host, "ports": self.ports, "time": time.time(),
+            "hostname": socket.gethostname(), "pid": os.getpid(),
+        })
+
+    def shutdown(self) -> None:
+        """Stop every worker of this supervisor, then leave ZooKeeper."""
+        for port in list(self.workers):
+            self._stop_worker(port, "supervisor shutting down")
+        self.state.stop()
+
+    # -- reconciling ---------------------------------------------------------------
+
+    def desired(self) -> dict[int, tuple[str, int, dict[str, Any], dict[str, Any]]]:
+        """port -> (topology id, worker index, assignment, topology record)."""
+        wanted = {}
+        for topology_id in self.state.assignments():
+            assignment = self.state.get_assignment(topology_id)
+            record = self.state.get_topology(topology_id)
+            if assignment is None or record is None:
+                continue
+            for index, (supervisor, _host, port) in enumerate(slots_of(assignment)):
+                if supervisor == self.id and port in self.ports:
+                    wanted[port] = (topology_id, index, assignment, record)
+        return wanted
+
+    def reconcile(self) -> None:
+        wanted = self.desired()
+        for port, worker in list(self.workers.items()):
+            want = wanted.get(port)
+            if want is None or (want[0], want[1]) != (worker.topology_id, worker.index):
+                self._stop_worker(port, "slot no longer assigned to it")
+        for port, (topology_id, index, assignment, record) in wanted.items():
+            worker = self.workers.get(port)
+            reason = self._needs_restart(worker) if worker is not None else "assigned"
+            if reason:
+                if worker is not None:
+                    self._stop_worker(port, reason, force=True)
+                self._launch(port, topology_id, index, assignment, record, reason)
+
+    def _restart_dead_workers(self) -> None:
+        """Without ZooKeeper: keep the current assignment alive."""
+        for port, worker in list(self.workers.items()):
+            reason = self._needs_restart(worker)
+            if reason:
+                launch = json.loads((worker.directory / "launch.json").read_text())
+                self._stop_worker(port, reason, force=True)
+                self._spawn(port, worker.topology_id, worker.index, worker.directory, launch, reason)
+
+    def _needs_restart(self, worker: RunningWorker) -> str | None:
+        code = worker.process.poll()
+        if code is not None:
+            return f"worker exited with code {code}"
+        heartbeat = worker.directory / "heartbeat"
+        now = time.time()
+        if heartbeat.exists():
+            age = now - heartbeat.stat().st_mtime
+            if age > self.conf["supervisor.worker.timeout.secs"]:
+                return f"no heartbeat for {age:.0f} s"
+        elif now - worker.started_at > self.conf["supervisor.worker.start.timeout.secs"]:
+            return "never heartbeat after start"
+        return None
+
+    def _launch(self, port: int, topology_id: str, index: int, assignment: dict[str, Any],
+                record: dict[str, Any], reason: str) -> None:
+        code_dir = self.local_dir / "stormdist" / topology_id
+        if not (code_dir / MARKER_NAME).exists():
+            data = self.state.get_code(topology_id)
+            if data is None:
+                log.warning("no code for topology %s yet", topology_id)
+                return
+            unpack_package(data, code_dir)
+        directory = self.local_dir / "workers" / f"{topology_id}-{port}"
+        directory.mkdir(parents=True, exist_ok=True)
+        conf = {**record["conf"], **{k: v for k, v in self.conf.items()
+                                     if k.startswith(("storm.zookeeper.", "storm.local.",
+                                                      "worker.", "storm.messaging."))}}
+        launch = {
+            "conf": conf,
+            "topology_id": topology_id,
+            "supervisor": self.id,
+            "host": self.host,
+            "port": port,
+            "worker_index": index,
+            "status": record.get("status", "active"),
+            "assignment": assignment,
+            "topology_file": str(code_dir / record["topology_file"]),
+            "topology_class": record["topology_class"],
+            "heartbeat_file": str(directory / "heartbeat"),
+        }
+        (directory / "launch.json").write_text(json.dumps(launch))
+        self._spawn(port, topology_id, index, directory, launch, reason)
+
+    def _spawn(self, port: int, topology_id: str, index: int, directory: Path,
+               launch: dict[str, Any], reason: str) -> None:
+        (directory / "heartbeat").unlink(missing_ok=True)
+        logs = self.local_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log_file = open(logs / f"{topology_id}-{port}.log", "ab")  # noqa: SIM115 - child owns it
+        process = subprocess.Popen(
+            [sys.executable, "-m", "storm_zmq.cluster.worker",
+             "--launch-file", str(directory / "launch.json")],
+            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, cwd=str(directory),
+        )
+        log_file.close()
+        (directory / "pid").write_text(str(process.pid))
+        self.workers[port] = RunningWorker(topology_id, index, port, process, time.time(), directory)
+        log.info("launched worker %d of %s on port %d (pid %d): %s", index, topology_id, port,
+                 process.pid, reason)
+
+    def _stop_worker(self, port: int, reason: str, force: bool = False) -> None:
+        worker = self.workers.pop(port)
+        process = worker.process
+        if process.poll() is None:
+            log.info("stopping worker %d of %s on port %d: %s", worker.index, worker.topology_id,
+                     port, reason)
+            if force:
+                process.kill()
+            else:
+                process.terminate()  # graceful: the worker runs cleanup()
+                try:
+                    process.wait(self.conf["supervisor.worker.shutdown.sleep.secs"])
+                except subprocess.TimeoutExpired:
+                    process.kill()
+            process.wait(10)
+        (worker.directory / "pid").unlink(missing_ok=True)
+
+    def _kill_leftover_workers(self) -> None:
+        """Workers a previous run of this supervisor left behind hold our ports."""
+        for pid_file in (self.local_dir / "workers").glob("*/pid"):
+            try:
+                pid = int(pid_file.read_text())
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except (OSError, ValueError):
+                pid_file.unlink(missing_ok=True)
+                continue
+            if b"storm_zmq.cluster.worker" in cmdline:
+                log.info("killing worker pid %d left by a previous supervisor run", pid)
+                os.kill(pid, signal.SIGKILL)
+            pid_file.unlink(missing_ok=True)

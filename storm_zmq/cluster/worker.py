@@ -1,0 +1,193 @@
+"""A worker in cluster mode: `python -m storm_zmq.cluster.worker ...`, started by a
+supervisor.
+
+The worker starts from the assignment file its supervisor wrote, so it needs no
+ZooKeeper to run: the data plane keeps moving tuples while ZooKeeper is down. A
+background thread talks to ZooKeeper when it can: it writes the heartbeat (with the
+stats) under /workerbeats, follows the topology's status (activate, deactivate,
+killed) and its assignment (peers that moved get new connections; a worker whose
+slot was taken away stops). The local heartbeat file, touched from the worker's
+main loop, is what the supervisor watches to restart a hung worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from storm_zmq.cluster.state import ClusterState
+from storm_zmq.runtime.assignment import WorkerSlot
+from storm_zmq.runtime.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+def slots_of(assignment: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """The (supervisor, host, port) of each worker index of a stored assignment."""
+    return [(s, h, int(p)) for s, h, p in assignment["slots"]]
+
+
+class ZooKeeperControl:
+    """`WorkerControl` for cluster mode (see the module docstring)."""
+
+    def __init__(
+        self, conf: dict[str, Any], topology_id: str, supervisor: str, host: str, port: int,
+        heartbeat_file: Path, status: str, assignment: dict[str, Any],
+    ) -> None:
+        self.conf = conf
+        self.topology_id = topology_id
+        self.supervisor = supervisor
+        self.host = host
+        self.port = port
+        self.heartbeat_file = heartbeat_file
+        self.worker: Worker | None = None
+        self._commands: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._status = status
+        self._slots = slots_of(assignment)
+        self._stats: dict[str, Any] | None = None
+        self._stats_time = time.time()
+        self._stopping = threading.Event()
+        self._state: ClusterState | None = None
+        self._interval = float(conf["worker.heartbeat.frequency.secs"])
+        self._zk_down_logged = False
+        self._thread = threading.Thread(target=self._loop, name="zookeeper", daemon=True)
+
+    # -- WorkerControl ----------------------------------------------------------------
+
+    def poll(self, timeout: float) -> str | None:
+        try:
+            return self._commands.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def command(self, command: str) -> None:
+        self._commands.put(command)
+
+    def ready(self, worker: int) -> None:
+        self._touch()
+        if self._status == "active":
+            self._commands.put("activate")
+        self._thread.start()
+
+    def report_stats(self, worker: int, stats: dict[str, Any]) -> None:
+        self._stats, self._stats_time = stats, time.time()
+        self._touch()
+
+    def report_error(self, worker: int, text: str) -> None:
+        state = self._state
+        if state is not None:
+            try:
+                # "component 'name' task 3 failed: ..." names the component
+                component = text.split("'")[1] if text.startswith("component '") else "worker"
+                state.report_error(self.topology_id, component, text, host=self.host,
+                                   port=self.port)
+            except Exception:  # ZooKeeper down: the worker log has it anyway
+                pass
+
+    def stopped(self, worker: int, stats: dict[str, Any]) -> None:
+        self._stopping.set()
+
+    # -- ZooKeeper side -------------------------------------------------------------
+
+    def _touch(self) -> None:
+        self.heartbeat_file.write_text(str(time.time()))
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                if self._state is None:
+                    self._state = ClusterState(self.conf).start(timeout=self._interval * 5)
+                self._sync(self._state)
+                if self._zk_down_logged:
+                    log.info("ZooKeeper is back")
+                    self._zk_down_logged = False
+            except Exception as exc:
+                if not self._zk_down_logged:
+                    log.warning("ZooKeeper unreachable (%s); the worker keeps running with "
+                                "the assignment it has", exc)
+                    self._zk_down_logged = True
+            self._stopping.wait(self._interval)
+        if self._state is not None:
+            self._state.stop()
+
+    def _sync(self, state: ClusterState) -> None:
+        if self._stats is not None:
+            state.heartbeat(self.topology_id, self.host, self.port,
+                            {"time": self._stats_time, "stats": self._stats})
+        record = state.get_topology(self.topology_id)
+        status = record["status"] if record else "killed"
+        if status != self._status:
+            if status == "active":
+                self._commands.put("activate")
+            elif self._status == "active":
+                self._commands.put("deactivate")
+            self._status = status
+        assignment = state.get_assignment(self.topology_id)
+        if assignment is None:
+            log.info("topology %s has no assignment any more: stopping", self.topology_id)
+            self._commands.put("stop")
+            return
+        slots = slots_of(assignment)
+        index = self.worker.index if self.worker is not None else -1
+        if index >= len(slots) or (slots[index][0], slots[index][2]) != (self.supervisor, self.port):
+            log.info("this slot is no longer assigned worker %d: stopping", index)
+            self._commands.put("stop")
+            return
+        if slots != self._slots and self.worker is not None:
+            self._slots = slots
+            self.worker.update_peers([WorkerSlot(h, p) for _, h, p in slots])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="storm_zmq.cluster.worker")
+    parser.add_argument("--launch-file", required=True,
+                        help="what the supervisor wrote: conf, topology record, assignment, slot")
+    args = parser.parse_args(argv)
+    launch = json.loads(Path(args.launch_file).read_text())
+    conf: dict[str, Any] = launch["conf"]
+    logging.basicConfig(
+        level=logging.INFO,
+        format=f"%(asctime)s {launch['topology_id']} worker-{launch['worker_index']} "
+               "%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    control = ZooKeeperControl(
+        conf, launch["topology_id"], launch["supervisor"], launch["host"], launch["port"],
+        Path(launch["heartbeat_file"]), launch["status"], launch["assignment"],
+    )
+    # The supervisor stops a worker with SIGTERM: stop gracefully (cleanup() runs).
+    signal.signal(signal.SIGTERM, lambda *_: control.command("stop"))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    spec = {
+        "conf": conf,
+        "worker_index": launch["worker_index"],
+        "assignment": launch["assignment"]["assignment"],
+        "topology_file": launch["topology_file"],
+        "topology_name": launch["topology_class"],
+    }
+    worker = Worker(spec, control)
+    control.worker = worker
+    try:
+        code = worker.run()
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

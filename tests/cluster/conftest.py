@@ -1,0 +1,123 @@
+"""A real ZooKeeper for the cluster tests: one server per test session (Debian's
+package via scripts/zookeeper.sh), and a fresh `storm.zookeeper.root` per test so
+tests never see each other's nodes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from storm_zmq.cluster import ClusterState
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "zookeeper.sh"
+JAR = Path("/usr/share/java/zookeeper.jar")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ZooKeeperServer:
+    """A standalone ZooKeeper on loopback; `stop()` and `start()` again keep the data
+    directory and port, as a restarted production server would."""
+
+    def __init__(self, port: int, directory: Path) -> None:
+        self.port = port
+        self.directory = directory
+
+    @property
+    def hosts(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _run(self, command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", str(SCRIPT), command, "--port", str(self.port), "--dir",
+             str(self.directory)],
+            capture_output=True, text=True, timeout=120)
+
+    def start(self) -> None:
+        result = self._run("start")
+        if result.returncode != 0:
+            raise RuntimeError(f"zookeeper.sh start failed:\n{result.stdout}{result.stderr}")
+
+    def stop(self) -> None:
+        self._run("stop")
+
+
+@pytest.fixture(scope="session")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    installed = JAR.exists() and shutil.which("java") is not None
+    if not installed and os.geteuid() != 0:
+        pytest.skip("ZooKeeper tests need Java and Debian's zookeeper package "
+                    "(apt-get install zookeeper), and cannot install them without root")
+    server = ZooKeeperServer(free_port(), tmp_path_factory.mktemp("zookeeper"))
+    try:
+        server.start()
+    except RuntimeError as exc:
+        if not installed:
+            pytest.skip(f"Debian's zookeeper package is missing and could not be "
+                        f"installed: {exc}")
+        raise
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def zk_conf(zookeeper: ZooKeeperServer) -> Iterator[dict[str, Any]]:
+    """Config for one test: its own root, short timeouts and quick retries."""
+    root = f"/storm-test-{uuid.uuid4().hex[:12]}"
+    yield {
+        "storm.zookeeper.servers": ["127.0.0.1"],
+        "storm.zookeeper.port": zookeeper.port,
+        "storm.zookeeper.root": root,
+        "storm.zookeeper.session.timeout": 4000,
+        "storm.zookeeper.connection.timeout": 10000,
+        "storm.zookeeper.retry.times": 5,
+        "storm.zookeeper.retry.interval": 100,
+        "storm.zookeeper.retry.intervalceiling.millis": 1000,
+    }
+    client = KazooClient(hosts=zookeeper.hosts)
+    try:
+        client.start(timeout=10)
+        client.delete(root, recursive=True)
+    except Exception:  # the test may have left the server down; nothing to clean
+        pass
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture
+def make_state(zk_conf: dict[str, Any]) -> Iterator[Callable[..., ClusterState]]:
+    """Factory of started `ClusterState`s on the test's root, all stopped at the end."""
+    states: list[ClusterState] = []
+
+    def make(**overrides: Any) -> ClusterState:
+        state = ClusterState({**zk_conf, **overrides})
+        states.append(state)
+        return state.start()
+
+    yield make
+    for state in states:
+        state.stop()
+
+
+@pytest.fixture
+def raw_client(zookeeper: ZooKeeperServer) -> Iterator[KazooClient]:
+    """A plain kazoo client, for tampering with nodes behind ClusterState's back."""
+    client = KazooClient(hosts=zookeeper.hosts)
+    client.start(timeout=10)
+    yield client
+    client.stop()
+    client.close()

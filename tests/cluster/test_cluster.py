@@ -1,0 +1,227 @@
+"""Cluster mode with real processes: ZooKeeper, nimbus daemons, two supervisors with
+their own `storm.local.dir` and slot ports, and a submitted topology whose spout
+emits a bounded set of ids with acking on. Every scenario checks that every id
+reaches the sink; what was lost is counted (as duplicates), not guessed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.cluster.conftest import ZooKeeperServer, free_port
+
+PROJECT = Path(__file__).parents[1] / "runtime" / "project"
+TOPOLOGY = PROJECT / "topologies" / "cluster_ids.py"
+pytestmark = pytest.mark.slow
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+class Cluster:
+    """Daemons as real processes, each in its own process group."""
+
+    def __init__(self, tmp: Path, zk_conf: dict[str, Any]) -> None:
+        self.tmp = tmp
+        self.output = tmp / "output"
+        self.output.mkdir()
+        conf = {
+            **zk_conf,
+            "storm.local.hostname": "127.0.0.1",
+            "nimbus.monitor.freq.secs": 1,
+            "nimbus.task.timeout.secs": 8,
+            "nimbus.task.launch.secs": 30,
+            "supervisor.monitor.frequency.secs": 1,
+            "supervisor.worker.timeout.secs": 8,
+            "supervisor.worker.shutdown.sleep.secs": 2,
+            "topology.message.timeout.secs": 4,
+        }
+        self.conf_file = tmp / "storm.yaml"
+        self.conf_file.write_text(yaml.safe_dump(conf))
+        self.processes: dict[str, subprocess.Popen[str]] = {}
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "storm_zmq.cli.main", *args, "-c", str(self.conf_file)],
+            capture_output=True, text=True, timeout=120, cwd=self.tmp)
+        if check:
+            assert result.returncode == 0, result.stderr
+        return result
+
+    def start(self, name: str, *args: str) -> None:
+        log = open(self.tmp / f"{name}.log", "w")  # noqa: SIM115 - the child owns it
+        self.processes[name] = subprocess.Popen(
+            [sys.executable, "-m", "storm_zmq.cli.main", *args, "-c", str(self.conf_file)],
+            stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            cwd=self.tmp)
+
+    def supervisor(self, name: str) -> None:
+        ports = [free_port(), free_port()]
+        self.start(name, "supervisor", "-o", f"storm.local.dir={self.tmp / name}",
+                   "-o", f"supervisor.slots.ports={ports}")
+
+    def kill(self, name: str) -> None:
+        process = self.processes.pop(name)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+    def log(self, name: str) -> str:
+        return (self.tmp / f"{name}.log").read_text()
+
+    def worker_pids(self, supervisor: str) -> list[int]:
+        return [int(p.read_text()) for p in (self.tmp / supervisor / "workers").glob("*/pid")
+                if p.exists()]
+
+    def seen(self) -> Counter[int]:
+        ids: Counter[int] = Counter()
+        for path in self.output.glob("sink-*.log"):
+            ids.update(int(line) for line in path.read_text().split())
+        return ids
+
+    def submit(self, count: int, rate: int) -> None:
+        self.cli("submit", str(TOPOLOGY), "-w", "2", "-o", f"test.count={count}",
+                 "-o", f"test.rate={rate}", "-o", f"test.output_dir={self.output}")
+
+    def stop_all(self) -> None:
+        for process in list(self.processes.values()):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes.values():
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+        for pid_file in self.tmp.glob("*/workers/*/pid"):  # workers of killed supervisors
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, zk_conf: dict[str, Any]) -> Iterator[Cluster]:
+    cluster = Cluster(tmp_path, zk_conf)
+    yield cluster
+    cluster.stop_all()
+
+
+def all_ids_arrive(cluster: Cluster, count: int, timeout: float = 90) -> Counter[int]:
+    wait_for(lambda: set(cluster.seen()) >= set(range(count)), f"all {count} ids at the sink",
+             timeout)
+    seen = cluster.seen()
+    duplicates = sum(n - 1 for n in seen.values())
+    print(f"{count} ids delivered, {duplicates} duplicates (replays)")
+    return seen
+
+
+def test_a_submitted_topology_delivers_every_id_and_kill_removes_it(cluster: Cluster) -> None:
+    cluster.start("nimbus", "nimbus")
+    cluster.supervisor("s1")
+    cluster.supervisor("s2")
+    cluster.submit(count=500, rate=400)
+    listing = cluster.cli("list").stdout
+    assert "ClusterIds" in listing and "active" in listing
+    again = cluster.cli("submit", str(TOPOLOGY), check=False)
+    assert again.returncode == 2 and "already running" in again.stderr
+    all_ids_arrive(cluster, 500)
+    # the workers ran on both supervisors
+    wait_for(lambda: cluster.worker_pids("s1") and cluster.worker_pids("s2"), "a worker per host")
+    cluster.cli("kill", "ClusterIds", "-w", "1")
+    wait_for(lambda: "no topologies" in cluster.cli("list").stdout, "the topology removed")
+    wait_for(lambda: not cluster.worker_pids("s1") and not cluster.worker_pids("s2"),
+             "workers stopped")
+    unknown = cluster.cli("kill", "ClusterIds", check=False)
+    assert unknown.returncode == 2 and "no running topology named 'ClusterIds'" in unknown.stderr
+
+
+def test_a_sigkilled_worker_is_restarted_and_every_id_still_arrives(cluster: Cluster) -> None:
+    cluster.start("nimbus", "nimbus")
+    cluster.supervisor("s1")
+    cluster.supervisor("s2")
+    cluster.submit(count=1500, rate=150)
+    wait_for(lambda: len(cluster.seen()) > 100, "tuples flowing")
+    victim = wait_for(lambda: cluster.worker_pids("s2"), "a worker on s2")[0]
+    os.kill(victim, signal.SIGKILL)
+    wait_for(lambda: "worker exited with code -9" in cluster.log("s2"), "the supervisor noticed")
+    wait_for(lambda: cluster.worker_pids("s2") and cluster.worker_pids("s2")[0] != victim,
+             "the worker restarted")
+    all_ids_arrive(cluster, 1500)
+
+
+def test_a_dead_supervisor_has_its_workers_moved_and_every_id_arrives(cluster: Cluster) -> None:
+    cluster.start("nimbus", "nimbus")
+    cluster.supervisor("s1")
+    cluster.supervisor("s2")
+    cluster.submit(count=1500, rate=150)
+    wait_for(lambda: len(cluster.seen()) > 100, "tuples flowing")
+    cluster.kill("s1")  # its ephemeral node goes with its session (4 s)
+    wait_for(lambda: "moving worker" in cluster.log("nimbus"), "nimbus moving the worker")
+    wait_for(lambda: len(cluster.worker_pids("s2")) == 2, "both workers on s2")
+    all_ids_arrive(cluster, 1500)
+
+
+def test_the_standby_nimbus_takes_over_when_the_leader_dies(cluster: Cluster) -> None:
+    cluster.start("nimbus-a", "nimbus")
+    wait_for(lambda: "is the leader" in cluster.log("nimbus-a"), "a leader")
+    cluster.start("nimbus-b", "nimbus")
+    cluster.supervisor("s1")
+    cluster.supervisor("s2")
+    cluster.submit(count=1500, rate=150)
+    wait_for(lambda: len(cluster.seen()) > 100, "tuples flowing")
+    cluster.kill("nimbus-a")
+    wait_for(lambda: "is the leader" in cluster.log("nimbus-b"), "the standby leading")
+    cluster.kill("s1")  # only a leading nimbus repairs this
+    wait_for(lambda: "moving worker" in cluster.log("nimbus-b"), "the new leader repairing")
+    all_ids_arrive(cluster, 1500)
+
+
+def test_tuples_keep_flowing_while_zookeeper_is_down(cluster: Cluster,
+                                                     zookeeper: ZooKeeperServer) -> None:
+    cluster.start("nimbus", "nimbus")
+    cluster.supervisor("s1")
+    cluster.supervisor("s2")
+    cluster.submit(count=3000, rate=150)
+    wait_for(lambda: len(cluster.seen()) > 100, "tuples flowing")
+    zookeeper.stop()
+    try:
+        during = len(cluster.seen())
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert len(cluster.seen()) > during + 500, "the data plane stalled without ZooKeeper"
+    finally:
+        zookeeper.start()
+    assert "active" in cluster.cli("list").stdout
+    all_ids_arrive(cluster, 3000)
+    # the daemons are back in ZooKeeper: both supervisors registered again
+    wait_for(lambda: "ZooKeeper is back" in cluster.log("s1") + cluster.log("s2")
+             or "CONNECTED" in cluster.log("s1"), "supervisors reconnected")
+
+
+def test_an_unreachable_zookeeper_is_a_clear_error(tmp_path: Path) -> None:
+    conf = tmp_path / "storm.yaml"
+    conf.write_text(yaml.safe_dump({
+        "storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": free_port(),
+        "storm.zookeeper.connection.timeout": 1500}))
+    result = subprocess.run([sys.executable, "-m", "storm_zmq.cli.main", "list", "-c", str(conf)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "127.0.0.1" in result.stderr and "Traceback" not in result.stderr
