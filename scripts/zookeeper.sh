@@ -2,23 +2,27 @@
 # A standalone ZooKeeper for cluster mode and its tests, from Debian's `zookeeper`
 # package (installed with apt-get when missing, as root).
 #
-#   scripts/zookeeper.sh start  [--port P] [--dir D]   start, wait until it answers
+#   scripts/zookeeper.sh start  [--port P] [--dir D] [--bind ADDR]
+#                                                      start, wait until it answers
 #   scripts/zookeeper.sh stop   [--port P] [--dir D]   stop the one started in D
 #   scripts/zookeeper.sh status [--port P] [--dir D]   exit 0 when it answers
 #
-# Defaults: port 2181 (storm.zookeeper.port), dir ./storm-local/zookeeper. Bound to
-# loopback only. The data, zoo.cfg, log and pid file live in the dir; `stop` ends
+# Defaults: port 2181 (storm.zookeeper.port), dir ./storm-local/zookeeper, bound to
+# loopback only (--bind another local address, e.g. for test hosts in network
+# namespaces). The data, zoo.cfg, log and pid file live in the dir; `stop` ends
 # only the pid recorded there, never another ZooKeeper.
 set -euo pipefail
 
 command=${1:-}
 shift || true
 port=2181
+bind=127.0.0.1
 dir=storm-local/zookeeper
 while [ $# -gt 0 ]; do
     case "$1" in
         --port) port=$2; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
+        --bind) bind=$2; shift 2 ;;
         *) echo "zookeeper.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -31,7 +35,7 @@ jar=/usr/share/java/zookeeper.jar
 answers() {
     # ZooKeeper's four-letter word: "ruok" -> "imok" once it serves clients.
     local reply=""
-    { exec 3<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null || return 1
+    { exec 3<>"/dev/tcp/$bind/$port"; } 2>/dev/null || return 1
     printf 'ruok' >&3
     read -r -t 2 reply <&3 || true
     exec 3>&- 3<&-
@@ -70,7 +74,7 @@ initLimit=10
 syncLimit=5
 dataDir=$dir/data
 clientPort=$port
-clientPortAddress=127.0.0.1
+clientPortAddress=$bind
 maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr,stat,envi,mntr
@@ -81,7 +85,7 @@ EOF
     echo $! > "$pidfile"
     for _ in $(seq 1 300); do
         if answers; then
-            echo "zookeeper running (pid $(cat "$pidfile"), 127.0.0.1:$port, data in $dir)"
+            echo "zookeeper running (pid $(cat "$pidfile"), $bind:$port, data in $dir)"
             return 0
         fi
         if ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then

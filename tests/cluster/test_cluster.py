@@ -91,10 +91,7 @@ class Cluster:
                 if p.exists()]
 
     def seen(self) -> Counter[int]:
-        ids: Counter[int] = Counter()
-        for path in self.output.glob("sink-*.log"):
-            ids.update(int(line) for line in path.read_text().split())
-        return ids
+        return sink_ids(self.output)
 
     def submit(self, count: int, rate: int) -> None:
         self.cli("submit", str(TOPOLOGY), "-w", "2", "-o", f"test.count={count}",
@@ -123,10 +120,18 @@ def cluster(tmp_path: Path, zk_conf: dict[str, Any]) -> Iterator[Cluster]:
     cluster.stop_all()
 
 
-def all_ids_arrive(cluster: Cluster, count: int, timeout: float = 90) -> Counter[int]:
-    wait_for(lambda: set(cluster.seen()) >= set(range(count)), f"all {count} ids at the sink",
+def sink_ids(output: Path) -> Counter[int]:
+    """Every id the AppendSinkBolt tasks wrote under `output`, with multiplicity."""
+    ids: Counter[int] = Counter()
+    for path in output.glob("sink-*.log"):
+        ids.update(int(line) for line in path.read_text().split())
+    return ids
+
+
+def all_ids_arrive(output: Path, count: int, timeout: float = 90) -> Counter[int]:
+    wait_for(lambda: set(sink_ids(output)) >= set(range(count)), f"all {count} ids at the sink",
              timeout)
-    seen = cluster.seen()
+    seen = sink_ids(output)
     duplicates = sum(n - 1 for n in seen.values())
     print(f"{count} ids delivered, {duplicates} duplicates (replays)")
     return seen
@@ -141,7 +146,7 @@ def test_a_submitted_topology_delivers_every_id_and_kill_removes_it(cluster: Clu
     assert "ClusterIds" in listing and "active" in listing
     again = cluster.cli("submit", str(TOPOLOGY), check=False)
     assert again.returncode == 2 and "already running" in again.stderr
-    all_ids_arrive(cluster, 500)
+    all_ids_arrive(cluster.output, 500)
     # the workers ran on both supervisors
     wait_for(lambda: cluster.worker_pids("s1") and cluster.worker_pids("s2"), "a worker per host")
     cluster.cli("kill", "ClusterIds", "-w", "1")
@@ -163,7 +168,7 @@ def test_a_sigkilled_worker_is_restarted_and_every_id_still_arrives(cluster: Clu
     wait_for(lambda: "worker exited with code -9" in cluster.log("s2"), "the supervisor noticed")
     wait_for(lambda: cluster.worker_pids("s2") and cluster.worker_pids("s2")[0] != victim,
              "the worker restarted")
-    all_ids_arrive(cluster, 1500)
+    all_ids_arrive(cluster.output, 1500)
 
 
 def test_a_dead_supervisor_has_its_workers_moved_and_every_id_arrives(cluster: Cluster) -> None:
@@ -175,7 +180,7 @@ def test_a_dead_supervisor_has_its_workers_moved_and_every_id_arrives(cluster: C
     cluster.kill("s1")  # its ephemeral node goes with its session (4 s)
     wait_for(lambda: "moving worker" in cluster.log("nimbus"), "nimbus moving the worker")
     wait_for(lambda: len(cluster.worker_pids("s2")) == 2, "both workers on s2")
-    all_ids_arrive(cluster, 1500)
+    all_ids_arrive(cluster.output, 1500)
 
 
 def test_the_standby_nimbus_takes_over_when_the_leader_dies(cluster: Cluster) -> None:
@@ -190,7 +195,7 @@ def test_the_standby_nimbus_takes_over_when_the_leader_dies(cluster: Cluster) ->
     wait_for(lambda: "is the leader" in cluster.log("nimbus-b"), "the standby leading")
     cluster.kill("s1")  # only a leading nimbus repairs this
     wait_for(lambda: "moving worker" in cluster.log("nimbus-b"), "the new leader repairing")
-    all_ids_arrive(cluster, 1500)
+    all_ids_arrive(cluster.output, 1500)
 
 
 def test_tuples_keep_flowing_while_zookeeper_is_down(cluster: Cluster,
@@ -210,7 +215,7 @@ def test_tuples_keep_flowing_while_zookeeper_is_down(cluster: Cluster,
     finally:
         zookeeper.start()
     assert "active" in cluster.cli("list").stdout
-    all_ids_arrive(cluster, 3000)
+    all_ids_arrive(cluster.output, 3000)
     # the daemons are back in ZooKeeper: both supervisors registered again
     wait_for(lambda: "ZooKeeper is back" in cluster.log("s1") + cluster.log("s2")
              or "CONNECTED" in cluster.log("s1"), "supervisors reconnected")
