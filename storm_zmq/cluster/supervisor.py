@@ -79,6 +79,10 @@ class Supervisor:
         interval = float(self.conf["supervisor.monitor.frequency.secs"])
         while not self.stopping.is_set():
             try:
+                if not self.state.connected.is_set():
+                    # A ZooKeeper call can block for minutes in an outage: keep the
+                    # workers alive on the assignment we know instead.
+                    raise ConnectionError("no ZooKeeper session")
                 self.reconcile()
                 self._register()
                 if self._zk_down_logged:
