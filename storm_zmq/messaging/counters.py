@@ -45,3 +45,23 @@ class RefusalLog:
         self._logger.warning("%s: dropped %s%s", self._where, detail, more)
         self._last_logged[kind] = now
         return True
+
+
+class ServerCounters:
+    """What a receiving connection counts, in the shape `Connection.stats()` returns."""
+
+    def __init__(self, refused: RefusalLog) -> None:
+        self.refused = refused
+        self.frames = self.messages = self.bytes = 0
+        self.accepted = self.disconnects = 0
+
+    def snapshot(self) -> dict[str, int]:
+        counts = {
+            "frames_received": self.frames,
+            "messages_received": self.messages,
+            "bytes_received": self.bytes,
+            "connections_accepted": self.accepted,
+            "disconnects": self.disconnects,
+        }
+        counts.update({f"refused_{kind}": n for kind, n in self.refused.counts.items()})
+        return counts

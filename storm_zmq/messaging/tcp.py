@@ -21,7 +21,7 @@ from typing import Any
 
 from storm_zmq.messaging.base import Connection, SendTimeout, TaskMessage, TransportError
 from storm_zmq.messaging.base import Context as _Context
-from storm_zmq.messaging.counters import RefusalLog
+from storm_zmq.messaging.counters import RefusalLog, ServerCounters
 from storm_zmq.messaging.settings import LinkSettings
 from storm_zmq.messaging.stream import FrameReader, length_prefix
 from storm_zmq.messaging.wire import BatchEncoder, FrameError, decode_frame
@@ -87,8 +87,7 @@ class _Server(Connection):
         self._selector = selectors.DefaultSelector()
         self._selector.register(listener, selectors.EVENT_READ, None)
         self.refused = RefusalLog(log, f"tcp server on port {port}")
-        self._frames = self._messages = self._bytes = 0
-        self._accepted = self._disconnects = 0
+        self.counters = ServerCounters(self.refused)
         self._closed = False
 
     def recv(self, timeout: float | None = None) -> list[TaskMessage]:
@@ -102,7 +101,7 @@ class _Server(Connection):
                 else:
                     self._read(key.fileobj, key.data, messages)  # type: ignore[arg-type]
             if messages:
-                self._messages += len(messages)
+                self.counters.messages += len(messages)
                 return messages
             if deadline is not None and time.monotonic() >= deadline:
                 return messages
@@ -117,7 +116,7 @@ class _Server(Connection):
             return
         sock.setblocking(False)
         self._context._tune(sock)
-        self._accepted += 1
+        self.counters.accepted += 1
         self._selector.register(sock, selectors.EVENT_READ, FrameReader(self._max_frame_size))
 
     def _read(self, sock: socket.socket, reader: FrameReader, out: list[TaskMessage]) -> None:
@@ -133,10 +132,10 @@ class _Server(Connection):
             self._drop(sock)
             return
         reader.wrote(count)
-        self._bytes += count
+        self.counters.bytes += count
         try:
             for frame in reader.frames():
-                self._frames += 1
+                self.counters.frames += 1
                 try:
                     out += decode_frame(frame, self._max_frame_size)
                 except FrameError as exc:
@@ -146,20 +145,12 @@ class _Server(Connection):
             self._drop(sock)
 
     def _drop(self, sock: socket.socket) -> None:
-        self._disconnects += 1
+        self.counters.disconnects += 1
         self._selector.unregister(sock)
         sock.close()
 
     def stats(self) -> dict[str, int]:
-        counts = {
-            "frames_received": self._frames,
-            "messages_received": self._messages,
-            "bytes_received": self._bytes,
-            "connections_accepted": self._accepted,
-            "disconnects": self._disconnects,
-        }
-        counts.update({f"refused_{kind}": n for kind, n in self.refused.counts.items()})
-        return counts
+        return self.counters.snapshot()
 
     def close(self) -> None:
         if self._closed:

@@ -20,7 +20,7 @@ from zmq.utils.monitor import parse_monitor_message
 
 from storm_zmq.messaging.base import Connection, SendTimeout, TaskMessage, TransportError
 from storm_zmq.messaging.base import Context as _Context
-from storm_zmq.messaging.counters import RefusalLog
+from storm_zmq.messaging.counters import RefusalLog, ServerCounters
 from storm_zmq.messaging.settings import LinkSettings
 from storm_zmq.messaging.wire import BatchEncoder, FrameError, decode_frame
 
@@ -146,8 +146,7 @@ class _Server(_ZmqConnection):
         self._poller.register(sock, zmq.POLLIN)
         self._poller.register(self._monitor, zmq.POLLIN)
         self.refused = RefusalLog(log, f"zmq server on port {port}")
-        self._frames = self._messages = self._bytes = 0
-        self._accepted = self._disconnects = 0
+        self.counters = ServerCounters(self.refused)
 
     def recv(self, timeout: float | None = None) -> list[TaskMessage]:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -175,13 +174,13 @@ class _Server(_ZmqConnection):
                 frame = recv(zmq.NOBLOCK)
             except zmq.Again:
                 break
-            self._frames += 1
-            self._bytes += len(frame)
+            self.counters.frames += 1
+            self.counters.bytes += len(frame)
             try:
                 messages += decode_frame(frame, self._max_frame_size)
             except FrameError as exc:
                 self.refused.record(exc.kind, str(exc))
-        self._messages += len(messages)
+        self.counters.messages += len(messages)
         return messages
 
     def _read_monitor(self) -> None:
@@ -194,24 +193,16 @@ class _Server(_ZmqConnection):
             if kind & _HANDSHAKE_FAILURES:
                 self.refused.record("handshake", "a connection that does not speak ZMTP")
             elif kind == zmq.EVENT_ACCEPTED:
-                self._accepted += 1
+                self.counters.accepted += 1
             elif kind == zmq.EVENT_DISCONNECTED:
                 # Peers that go away, and peers libzmq cut off for a frame above
                 # MAXMSGSIZE (it cannot tell us which).
-                self._disconnects += 1
+                self.counters.disconnects += 1
 
     def stats(self) -> dict[str, int]:
         if not self._closed and self._monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
             self._read_monitor()
-        counts = {
-            "frames_received": self._frames,
-            "messages_received": self._messages,
-            "bytes_received": self._bytes,
-            "connections_accepted": self._accepted,
-            "disconnects": self._disconnects,
-        }
-        counts.update({f"refused_{kind}": n for kind, n in self.refused.counts.items()})
-        return counts
+        return self.counters.snapshot()
 
     def close(self) -> None:
         if not self._closed:
