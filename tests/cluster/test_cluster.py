@@ -230,3 +230,30 @@ def test_an_unreachable_zookeeper_is_a_clear_error(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "127.0.0.1" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_deactivate_activate_and_rebalance(cluster: Cluster) -> None:
+    cluster.start("nimbus", "nimbus")
+    cluster.supervisor("s1")
+    cluster.supervisor("s2")
+    cluster.submit(count=100_000, rate=100)
+    wait_for(lambda: len(cluster.seen()) > 50, "tuples flowing")
+    cluster.cli("deactivate", "ClusterIds")
+    assert "inactive" in cluster.cli("list").stdout
+
+    def settled() -> bool:  # nothing new at the sink for a second: the spouts stopped
+        before = sum(cluster.seen().values())
+        time.sleep(1.0)
+        return sum(cluster.seen().values()) == before
+
+    wait_for(settled, "the spouts to stop emitting", timeout=30)
+    cluster.cli("activate", "ClusterIds")
+    stopped_at = sum(cluster.seen().values())
+    wait_for(lambda: sum(cluster.seen().values()) > stopped_at + 50, "the spouts emitting again")
+    result = cluster.cli("rebalance", "ClusterIds", "-w", "1", "-n", "1")
+    assert "over 1 workers" in result.stdout
+    wait_for(lambda: " 1 " in cluster.cli("list").stdout.splitlines()[1], "one worker listed")
+    wait_for(lambda: len(cluster.worker_pids("s1") + cluster.worker_pids("s2")) == 1,
+             "the topology on one worker")
+    resumed_at = sum(cluster.seen().values())
+    wait_for(lambda: sum(cluster.seen().values()) > resumed_at + 50, "tuples flowing after rebalance")
