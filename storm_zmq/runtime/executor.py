@@ -252,17 +252,26 @@ class Executor(threading.Thread):
         try:
             self.build_components()
             self.worker.executor_ready(self)
-            self.loop()
-            self.flush()
+            try:
+                self.loop()
+            except QueueClosed:  # shutting down while blocked on a stopped consumer
+                pass
+            self._flush_unless_closed()
             for component in self.components.values():
-                component.cleanup()
-            self.flush()
-        except QueueClosed:
-            pass
+                component.cleanup()  # Storm's hook: runs even if output can't be flushed
+            self._flush_unless_closed()
         except BaseException as exc:  # user code: report with traceback, the worker dies
             task = getattr(exc, "_storm_task", self.assignment.tasks[0])
             self.failure = ComponentFailed(self.component, task, "".join(traceback.format_exception(exc)))
             self.worker.executor_failed(self)
+
+    def _flush_unless_closed(self) -> None:
+        try:
+            self.flush()
+        except QueueClosed:  # shutting down and nobody takes it any more: dropped
+            self._out_local.clear()
+            self._out_remote.clear()
+            self._buffered = 0
 
     def loop(self) -> None:
         raise NotImplementedError
@@ -410,6 +419,8 @@ class BoltExecutor(Executor):
         next_tick = time.monotonic() + tick_secs if tick_secs else None
         while not self.stop_requested.is_set():
             for batch in incoming.get_all(timeout=0.05):
+                if self.stop_requested.is_set():
+                    break  # stopping: what is left was not drained in time
                 for task, item in batch:
                     tup = self._decode(task, item)
                     if tup is None:

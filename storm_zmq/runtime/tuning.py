@@ -1,24 +1,49 @@
-"""Process-wide settings a worker applies once at start.
+"""How a worker process runs Python's cyclic garbage collector.
 
-The data path allocates one small GC-tracked object per message (a TaskMessage, a
-Tuple). With CPython's default generation-0 threshold of 700 that is several
-thousand collector passes per second, each re-examining every batch still alive;
-a threshold of 10,000 made decoding 22% cheaper (docs/benchmarks.md). Freezing what
-exists after start-up (imports, the topology, components) keeps it out of every
-later full collection. Reference cycles are still collected, only less often.
+The data path allocates a few small GC-tracked objects per tuple (Tuples, their
+values, queue pairs), and a worker's queues can hold 10^5 of them alive. CPython's
+automatic collector starts a pass every N allocations and each pass walks every
+young object still alive: with full queues that was a third of a worker's time
+(docs/benchmarks.md). So a worker freezes what exists after start-up (imports, the
+topology, the components: never scanned again), turns automatic passes off, and
+collects on a clock instead from its main thread: the young generations every
+10 seconds and everything every 60 seconds (a pass over 300k live tuples takes
+60-140 ms, so once a second would cost a tenth of the worker). Reference cycles made
+by user code are still freed, at most that late; everything else is freed by
+reference counting as always.
 """
 
 from __future__ import annotations
 
 import gc
+import time
 
-GEN0_THRESHOLD = 10_000
-GEN1_THRESHOLD = 20
-GEN2_THRESHOLD = 20
+YOUNG_COLLECTION_INTERVAL = 10.0
+FULL_COLLECTION_INTERVAL = 60.0
 
 
 def tune_gc() -> None:
-    """Apply the worker's garbage-collector settings; call once after start-up."""
+    """Call once after start-up, before the data starts moving."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(GEN0_THRESHOLD, GEN1_THRESHOLD, GEN2_THRESHOLD)
+    gc.disable()
+
+
+class CollectionClock:
+    """Runs the collections `tune_gc` turned off; `tick()` from one thread, often."""
+
+    def __init__(self, clock: type[time.monotonic] | None = None) -> None:  # type: ignore[valid-type]
+        self._clock = clock or time.monotonic
+        now = self._clock()
+        self._next_young = now + YOUNG_COLLECTION_INTERVAL
+        self._next_full = now + FULL_COLLECTION_INTERVAL
+
+    def tick(self) -> None:
+        now = self._clock()
+        if now >= self._next_full:
+            gc.collect()
+            self._next_full = now + FULL_COLLECTION_INTERVAL
+            self._next_young = now + YOUNG_COLLECTION_INTERVAL
+        elif now >= self._next_young:
+            gc.collect(1)
+            self._next_young = now + YOUNG_COLLECTION_INTERVAL

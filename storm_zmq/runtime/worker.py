@@ -35,13 +35,14 @@ from storm_zmq.runtime.executor import (
 )
 from storm_zmq.runtime.queues import BatchQueue, QueueClosed
 from storm_zmq.runtime.serialization import MalformedTuple, TupleId
-from storm_zmq.runtime.tuning import tune_gc
+from storm_zmq.runtime.tuning import CollectionClock, tune_gc
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.grouping import make_chooser
 
 log = logging.getLogger(__name__)
 
 STATS_INTERVAL = 0.5
+LATENCY_SAMPLES_PER_REPORT = 5000
 _SYSTEM_STREAM_PREFIX = "__"
 
 
@@ -261,6 +262,7 @@ class Worker:
     def _main_loop(self) -> int:
         state = self.state
         next_stats = time.monotonic()
+        garbage = CollectionClock()
         while True:
             if state.failed.is_set():
                 return self._die()
@@ -273,6 +275,7 @@ class Worker:
                     executor.request_deactivate()
             elif command == "stop":
                 return 0
+            garbage.tick()
             now = time.monotonic()
             if now >= next_stats:
                 next_stats = now + STATS_INTERVAL
@@ -301,7 +304,9 @@ class Worker:
                 entry["spout_tasks"] += len(executor.components)
                 entry["exhausted_tasks"] += len(executor._exhausted_tasks)
                 samples, executor.complete_latencies_ms = executor.complete_latencies_ms, []
-                entry["latencies_ms"] += samples[:2000]
+                if len(samples) > LATENCY_SAMPLES_PER_REPORT:  # unbiased, not the first N
+                    samples = random.sample(samples, LATENCY_SAMPLES_PER_REPORT)
+                entry["latencies_ms"] += samples
         return {
             "components": components,
             "transfer_queued": len(self.state.transfer),
@@ -322,10 +327,16 @@ class Worker:
         queue to the network, then close the transport."""
         for executor in self.executors:
             executor.stop_requested.set()
+        # A short grace to finish the batch in hand and run cleanup(); then
+        # `stopping` releases producers blocked on a queue whose consumer already
+        # stopped (their output was not drained in time and is dropped).
+        grace = time.monotonic() + 2
+        for executor in self.executors:
+            executor.join(max(0.0, grace - time.monotonic()))
+        self.state.stopping.set()
         deadline = time.monotonic() + 10
         for executor in self.executors:
             executor.join(max(0.0, deadline - time.monotonic()))
-        self.state.stopping.set()
         for thread in threads:
             thread.join(max(0.1, deadline - time.monotonic()))
         final = self.stats()
