@@ -1,0 +1,895 @@
+#!/usr/bin/env python
+"""Topology benchmark: the word count on real worker processes, against Bytewax.
+
+For each transport (``zmq``, ``tcp``), each number of workers (1, 2) and acking on
+and off, in this order, one configuration at a time:
+
+* maximum sustained throughput: ``topologies/wordcount.py`` runs in local mode
+  (`storm_zmq.runtime.local.run_local`, real worker processes, as ``storm-zmq run``
+  does) for ``--seconds``; words/s is the count bolt's executed tuples per second
+  over the steady-state window (the first quarter of the run, at least 1 s, is
+  start-up and left out; the drain after the run is never counted). Acking on is
+  the default ``topology.acker.executors`` (one acker per worker) with the word
+  count's ``topology.max.spout.pending`` of 5000; acking off is
+  ``topology.acker.executors=0`` and ``topology.max.spout.pending=null``, where the
+  spout is held back only by the bounded queues;
+* complete latency (acking on): ``topologies/throughput_vs_latency.py``, the same
+  word count fed at a fixed offered rate, runs at half of the maximum measured for
+  its configuration; p50/p99/p99.9 of the spout's complete latencies (emit to the
+  ack of the whole tuple tree) received in the steady-state window;
+* CPU and peak RSS of every worker process, read from /proc (utime + stime over the
+  steady-state window; VmHWM at the end of the run).
+
+In the same run, ``scripts/bytewax_wordcount.py`` counts the same sentences with
+the same per-word work on Bytewax in one process (one Bytewax worker), also
+measured in steady state; see that script.
+
+``--slow-bolt`` is a separate mode: ``topologies/slow_consumer.py``, a spout
+offering 100 x what two slow bolts take (2 ms per tuple each, shuffled over the
+workers), acking off, for ``--slow-seconds``; every worker's RSS is sampled and
+must level off (no unbounded queue anywhere). The executor queues are made small
+(``--slow-queue``) so that tuples keep flowing through every queue and the
+transport for the whole run instead of filling the queues once and stopping.
+
+During each measurement window the script also reads how much CPU the machine
+spent outside the workers and itself, and flags runs that other processes
+disturbed; the JSON records the commit measured.
+
+Run from the repository root: ``python scripts/bench_topology.py [--quick]
+[--json FILE]``. Exits 1 only when a run fails (a worker dies, a component
+raises, a tuple fails); a missed target is reported, not a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import zmq
+
+import storm_zmq.runtime.local as local_mode
+from storm_zmq.config import DEFAULTS
+from storm_zmq.runtime.local import RunOptions, run_local
+from storm_zmq.runtime.stats import RunStats
+
+REPO = Path(__file__).resolve().parents[1]
+WORDCOUNT = REPO / "topologies" / "wordcount.py"
+LOADGEN = REPO / "topologies" / "throughput_vs_latency.py"
+SLOW_CONSUMER = REPO / "topologies" / "slow_consumer.py"
+BYTEWAX_SCRIPT = REPO / "scripts" / "bytewax_wordcount.py"
+
+TRANSPORTS = ("zmq", "tcp")
+DEFAULT_WORKERS = (1, 2)
+ACKING = ("off", "on")
+
+DEFAULT_SECONDS = 15.0
+QUICK_SECONDS = 3.0
+#: Fraction of a run (at least MIN_WARMUP seconds) left out as start-up.
+WARMUP_FRACTION = 0.25
+MIN_WARMUP = 1.0
+#: The worker reports its counters every 0.5 s: a window needs a few reports.
+MIN_WINDOW = 1.0
+#: Latency runs offer this fraction of the configuration's maximum.
+LATENCY_LOAD = 0.5
+#: /proc sampling period of the worker processes.
+SAMPLE_INTERVAL = 0.25
+
+#: Bytewax baseline: sentences counted (17 words each), sentences per input batch.
+BYTEWAX_SENTENCES = 300_000
+QUICK_BYTEWAX_SENTENCES = 60_000
+BYTEWAX_BATCH = 100
+
+#: --slow-bolt: seconds per tuple of the slow bolt, its parallelism (from
+#: topologies/slow_consumer.py), and how much faster the spout offers tuples.
+SLOW_DELAY = 0.002
+SLOW_PAR = 2
+SLOW_FACTOR = 100
+SLOW_SECONDS = 25.0
+#: --slow-bolt: executor receive queue capacity. The default (32768) holds 30 s of
+#: the slow bolts' work, so the spout would fill every queue in the first second
+#: and then wait for the rest of the run; a smaller queue keeps tuples flowing
+#: from the spout through the transport to the bolts for the whole run.
+SLOW_QUEUE = 1000
+#: RSS "levels off" when its peak over the second half of the run exceeds its peak
+#: over the first half by at most this much (MB), or this fraction.
+PLATEAU_MB = 10.0
+PLATEAU_FRACTION = 0.05
+
+#: The targets from the issue.
+TARGET_BYTEWAX = "1 worker, acking off: words/s >= Bytewax"
+TARGET_SCALING = "2 workers: words/s >= 1.5 x 1 worker"
+TARGET_ACKING = "acking on: words/s >= 0.5 x acking off"
+TARGET_LATENCY = "p99 complete latency <= 10 ms at 50% load"
+TARGET_BOUNDED = "slow bolt, acking off: every worker's RSS levels off"
+
+#: Words per sentence of the word count's text on average (85 words in the 5 lines of
+#: src/spouts/sentences.py).
+WORDS_PER_SENTENCE = 17.0
+
+
+class BenchError(Exception):
+    """A run failed (worker died, component raised, tuples failed): exit 1."""
+
+
+# --- what a run reports: the runner's RunStats, recorded with timestamps -----------------
+
+
+class RecordingStats(RunStats):
+    """RunStats that also keeps every worker report with the time it arrived, so that
+    rates and latencies can be taken over a window instead of the whole run.
+
+    Work-around: run_local creates its RunStats itself and offers no hook to observe
+    the reports as they arrive; the bench swaps this class in for the duration of
+    one run (`recording_stats`)."""
+
+    latest_instance: RecordingStats | None = None
+
+    def __init__(self, definition: Any) -> None:
+        super().__init__(definition)
+        # (arrival time, worker, {component: counters}, transfer_queued)
+        self.snapshots: list[tuple[float, int, dict[str, dict[str, int]], int]] = []
+        # (arrival time, complete latencies in ms)
+        self.latency_batches: list[tuple[float, list[float]]] = []
+        RecordingStats.latest_instance = self
+
+    def update(self, worker: int, report: dict[str, Any]) -> None:
+        now = time.monotonic()
+        counters = {
+            name: {key: int(entry.get(key, 0)) for key in
+                   ("emitted", "executed", "acked", "failed", "queued", "pending")}
+            for name, entry in report["components"].items()
+        }
+        samples = [v for entry in report["components"].values() for v in entry.get("latencies_ms", ())]
+        if samples:
+            self.latency_batches.append((now, samples))
+        self.snapshots.append((now, worker, counters, int(report.get("transfer_queued", 0))))
+        super().update(worker, report)
+
+
+@contextmanager
+def recording_stats() -> Iterator[None]:
+    original = local_mode.RunStats
+    local_mode.RunStats = RecordingStats  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        local_mode.RunStats = original  # type: ignore[misc]
+
+
+def window_rate(stats: RecordingStats, component: str, key: str, start: float, end: float) -> float:
+    """Per second of `component`'s `key` counter over [start, end], summed over
+    workers; each worker's rate is taken between its own first and last report in
+    the window (reports carry cumulative counters)."""
+    total = 0.0
+    for worker in sorted({w for _, w, _, _ in stats.snapshots}):
+        points = [(t, c[component][key]) for t, w, c, _ in stats.snapshots
+                  if w == worker and component in c and start <= t <= end]
+        if len(points) >= 2 and points[-1][0] > points[0][0]:
+            total += (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
+    return total
+
+
+def window_latencies(stats: RecordingStats, start: float, end: float) -> list[float]:
+    """Complete latencies reported within [start, end], ascending."""
+    return sorted(v for t, batch in stats.latency_batches if start <= t <= end for v in batch)
+
+
+def percentile(ordered: Sequence[float], fraction: float) -> float | None:
+    """Nearest rank, the definition of `RunStats.percentile`."""
+    if not ordered:
+        return None
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+# --- the worker processes, read from /proc ---------------------------------------------------
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int | str) -> list[str]:
+    """/proc/<pid>/stat after the command name (fields 3...), or [] if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            data = stat.read()
+    except OSError:
+        return []
+    return data[data.rindex(b")") + 2:].decode().split()
+
+
+def _status_kb(pid: int, keys: tuple[str, ...]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                name, _, value = line.partition(":")
+                if name in keys:
+                    found[name] = int(value.split()[0])
+    except (OSError, ValueError):
+        return {}
+    return found
+
+
+def worker_pids() -> list[int]:
+    """The worker processes of the running topology: this process's children started
+    by multiprocessing's spawn, in start order (worker 0 first)."""
+    me = os.getpid()
+    found: list[tuple[int, int]] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        fields = _stat_fields(entry)
+        if len(fields) < 20 or int(fields[1]) != me:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                if b"spawn_main" not in cmdline.read():
+                    continue
+        except OSError:
+            continue
+        found.append((int(fields[19]), int(entry)))  # (start time, pid)
+    return [pid for _, pid in sorted(found)]
+
+
+@dataclass
+class ProcSample:
+    t: float
+    cpu_s: float
+    rss_kb: int
+    hwm_kb: int
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores have been busy since boot (/proc/stat)."""
+    with open("/proc/stat") as stat:
+        fields = stat.readline().split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS
+
+
+def own_cpu_seconds() -> float:
+    fields = _stat_fields("self")
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+class ProcSampler(threading.Thread):
+    """Samples CPU time, RSS and VmHWM of the worker processes every `interval`."""
+
+    def __init__(self, interval: float = SAMPLE_INTERVAL) -> None:
+        super().__init__(name="proc-sampler", daemon=True)
+        self.interval = interval
+        self.samples: dict[int, list[ProcSample]] = {}
+        self.order: list[int] = []
+        # (time, CPU seconds of the whole machine, of this process)
+        self.machine: list[tuple[float, float, float]] = []
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(self.interval):
+            self.sample()
+
+    def sample(self) -> None:
+        now = time.monotonic()
+        self.machine.append((now, machine_busy_seconds(), own_cpu_seconds()))
+        for pid in worker_pids():
+            fields = _stat_fields(pid)
+            status = _status_kb(pid, ("VmRSS", "VmHWM"))
+            if len(fields) < 20 or "VmRSS" not in status:
+                continue
+            if pid not in self.samples:
+                self.samples[pid] = []
+                self.order.append(pid)
+            cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+            self.samples[pid].append(ProcSample(now, cpu, status["VmRSS"], status.get("VmHWM", 0)))
+
+    def stop(self) -> None:
+        self._done.set()
+        self.join(5)
+
+    def per_worker(self, start: float, end: float) -> list[dict[str, Any]]:
+        """Per worker: CPU % over [start, end] (100 = one core), peak RSS."""
+        result = []
+        for index, pid in enumerate(self.order):
+            samples = self.samples[pid]
+            inside = [s for s in samples if start <= s.t <= end]
+            cpu = None
+            if len(inside) >= 2 and inside[-1].t > inside[0].t:
+                cpu = 100 * (inside[-1].cpu_s - inside[0].cpu_s) / (inside[-1].t - inside[0].t)
+            result.append({
+                "worker": index,
+                "pid": pid,
+                "cpu_percent": cpu,
+                "peak_rss_mb": max(s.hwm_kb for s in samples) / 1024,
+                "rss_mb_at_window_end": inside[-1].rss_kb / 1024 if inside else None,
+            })
+        return result
+
+    def others(self, start: float, end: float) -> dict[str, float | None]:
+        """CPU % over [start, end] of this (the bench) process, and of everything
+        else on the machine that is neither a worker nor this process: a run with
+        much of the latter was disturbed."""
+        inside = [m for m in self.machine if start <= m[0] <= end]
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+            return {"bench_cpu_percent": None, "other_cpu_percent": None}
+        span = inside[-1][0] - inside[0][0]
+        workers = 0.0
+        for samples in self.samples.values():
+            # the worker samples nearest the machine samples' ends
+            first = min(samples, key=lambda s: abs(s.t - inside[0][0]))
+            last = min(samples, key=lambda s: abs(s.t - inside[-1][0]))
+            workers += last.cpu_s - first.cpu_s
+        bench = inside[-1][2] - inside[0][2]
+        machine = inside[-1][1] - inside[0][1]
+        return {"bench_cpu_percent": 100 * bench / span,
+                "other_cpu_percent": max(0.0, 100 * (machine - bench - workers) / span)}
+
+    def rss_series(self, origin: float, step: float = 1.0) -> list[list[float]]:
+        """Per worker: RSS (MB) every `step` seconds from `origin` (the last sample
+        before each point)."""
+        series = []
+        for pid in self.order:
+            samples = self.samples[pid]
+            points, t = [], origin
+            while t <= samples[-1].t:
+                before = [s for s in samples if s.t <= t]
+                if before:
+                    points.append(round(before[-1].rss_kb / 1024, 1))
+                t += step
+            series.append(points)
+        return series
+
+
+# --- one run of a topology ---------------------------------------------------------------------
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports nothing listens on now, so that runs never collide with another
+    topology on the default supervisor.slots.ports."""
+    socks = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            socks.append(sock)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def warmup_seconds(seconds: float) -> float:
+    warmup = max(MIN_WARMUP, WARMUP_FRACTION * seconds)
+    return warmup if seconds - warmup >= MIN_WINDOW else max(0.0, seconds - MIN_WINDOW)
+
+
+@dataclass
+class Config:
+    transport: str
+    workers: int
+    acking: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.transport} {self.workers}w acking {'on' if self.acking else 'off'}"
+
+    def overrides(self) -> dict[str, Any]:
+        conf: dict[str, Any] = {"supervisor.slots.ports": free_ports(self.workers)}
+        if not self.acking:
+            conf["topology.acker.executors"] = 0
+            conf["topology.max.spout.pending"] = None
+            # Nothing times out without ackers: this only bounds how long the
+            # end-of-run drain of the (full) queues may take, which is never measured.
+            conf["topology.message.timeout.secs"] = 1
+        return conf
+
+
+def run_topology(topology: Path, config: Config, seconds: float, extra: dict[str, Any] | None = None,
+                 what: str = "") -> tuple[dict[str, Any], RecordingStats, ProcSampler, float]:
+    """Run `topology` in local mode; returns (common result fields, the recorded
+    stats, the /proc sampler, the time the spouts were activated)."""
+    overrides = config.overrides()
+    overrides.update(extra or {})
+    options = RunOptions(
+        topology_file=str(topology), conf=dict(DEFAULTS), seconds=seconds,
+        workers=config.workers, transport=config.transport, overrides=overrides, progress=False,
+    )
+    out = io.StringIO()
+    sampler = ProcSampler()
+    began = time.monotonic()
+    with recording_stats():
+        sampler.start()
+        try:
+            result = run_local(options, out)
+        finally:
+            sampler.stop()
+    stats = RecordingStats.latest_instance
+    assert stats is not None
+    wall = time.monotonic() - began
+    if result.exit_code != 0:
+        raise BenchError(f"{what or topology.name} ({config.label}) failed: {result.reason}\n{out.getvalue()}")
+    totals = stats.totals()
+    failed = sum(t["failed"] for name, t in totals.items() if name in stats.spouts)
+    if failed:
+        raise BenchError(f"{what or topology.name} ({config.label}): {failed} tuple trees failed\n{out.getvalue()}")
+    assert stats.started_at is not None
+    common = {
+        "topology": topology.stem,
+        "transport": config.transport,
+        "workers": config.workers,
+        "acking": config.acking,
+        "seconds": seconds,
+        "wall_seconds": wall,
+        "overrides": {k: v for k, v in overrides.items() if k != "supervisor.slots.ports"},
+        "summary": out.getvalue().strip(),
+    }
+    return common, stats, sampler, stats.started_at
+
+
+def measure_throughput(config: Config, seconds: float) -> dict[str, Any]:
+    common, stats, sampler, started = run_topology(WORDCOUNT, config, seconds, what="word count")
+    warmup = warmup_seconds(seconds)
+    start, end = started + warmup, started + seconds
+    words = window_rate(stats, "count_bolt", "executed", start, end)
+    return {
+        **common,
+        "window_seconds": [warmup, seconds],
+        "words_per_s": words,
+        "sentences_per_s": window_rate(stats, "split_bolt", "executed", start, end),
+        "spout_acked_per_s": window_rate(stats, "sentence_spout", "acked", start, end),
+        "processes": sampler.per_worker(start, end),
+        **sampler.others(start, end),
+    }
+
+
+def measure_latency(config: Config, rate: float, seconds: float) -> dict[str, Any]:
+    common, stats, sampler, started = run_topology(
+        LOADGEN, config, seconds, {"loadgen.rate": rate}, what="throughput_vs_latency")
+    warmup = warmup_seconds(seconds)
+    start, end = started + warmup, started + seconds
+    ordered = window_latencies(stats, start, end)
+    return {
+        **common,
+        "window_seconds": [warmup, seconds],
+        "offered_words_per_s": rate,
+        "words_per_s": window_rate(stats, "count_bolt", "executed", start, end),
+        "p50_ms": percentile(ordered, 0.50),
+        "p99_ms": percentile(ordered, 0.99),
+        "p999_ms": percentile(ordered, 0.999),
+        "max_ms": ordered[-1] if ordered else None,
+        "samples": len(ordered),
+        "acked_in_window": round(window_rate(stats, "sentence_spout", "acked", start, end) * (end - start)),
+        "processes": sampler.per_worker(start, end),
+        **sampler.others(start, end),
+    }
+
+
+def measure_slow_bolt(transport: str, workers: int, seconds: float, queue: int = SLOW_QUEUE) -> dict[str, Any]:
+    """A spout offering SLOW_FACTOR x what the slow bolts take, acking off: the
+    workers' RSS must level off."""
+    capacity = SLOW_PAR / SLOW_DELAY  # sentences/s all slow bolt tasks take together
+    rate = SLOW_FACTOR * capacity * WORDS_PER_SENTENCE  # loadgen.rate is in words/s
+    config = Config(transport, workers, acking=False)
+    extra = {"loadgen.rate": rate, "slow.bolt.delay.secs": SLOW_DELAY,
+             "topology.executor.receive.buffer.size": queue,
+             "topology.message.timeout.secs": 1}
+    common, stats, sampler, started = run_topology(SLOW_CONSUMER, config, seconds, extra, what="slow consumer")
+    half = started + seconds / 2
+    workers_out = []
+    for index, pid in enumerate(sampler.order):
+        samples = [s for s in sampler.samples[pid] if started <= s.t <= started + seconds]
+        first = max((s.rss_kb for s in samples if s.t <= half), default=0) / 1024
+        second = max((s.rss_kb for s in samples if s.t > half), default=0) / 1024
+        growth = second - first
+        workers_out.append({
+            "worker": index, "pid": pid,
+            "peak_rss_mb_first_half": first, "peak_rss_mb_second_half": second,
+            "growth_mb": growth,
+            "levels_off": growth <= max(PLATEAU_MB, PLATEAU_FRACTION * first),
+            "peak_rss_mb": max(s.hwm_kb for s in sampler.samples[pid]) / 1024,
+        })
+    window = (half, started + seconds)  # the rates once the queues are full
+    last = {}
+    for t, worker, counters, transfer in stats.snapshots:
+        if t <= started + seconds:
+            last[worker] = (counters, transfer)
+    spout_points = [(t, c["sentence_spout"]["emitted"]) for t, _, c, _ in stats.snapshots
+                    if "sentence_spout" in c and t <= started + seconds]
+    peak = max(((n2 - n1) / (t2 - t1) for (t1, n1), (t2, n2) in zip(spout_points, spout_points[1:], strict=False)
+                if t2 > t1), default=0.0)
+    emitted = sum(c.get("sentence_spout", {}).get("emitted", 0) for c, _ in last.values())
+    executed = sum(c.get("slow_bolt", {}).get("executed", 0) for c, _ in last.values())
+    return {
+        **common,
+        "bolt_capacity_sentences_per_s": capacity,
+        "offered_sentences_per_s": rate / WORDS_PER_SENTENCE,
+        "receive_buffer_size": queue,
+        "spout_peak_per_s": peak,
+        "spout_emitted": emitted,
+        "bolt_executed": executed,
+        "in_flight_at_end": emitted - executed,
+        "spout_emitted_per_s": window_rate(stats, "sentence_spout", "emitted", *window),
+        "bolt_executed_per_s": window_rate(stats, "slow_bolt", "executed", *window),
+        "queued_at_end": {
+            f"worker {w}": {**{name: c["queued"] for name, c in counters.items()}, "transfer": transfer}
+            for w, (counters, transfer) in sorted(last.items())
+        },
+        "rss_mb_every_second": sampler.rss_series(started),
+        "workers_rss": workers_out,
+        "levels_off": all(w["levels_off"] for w in workers_out),
+        **sampler.others(started, started + seconds),
+    }
+
+
+# --- Bytewax -----------------------------------------------------------------------------------
+
+
+def run_bytewax(sentences: int) -> dict[str, Any]:
+    """scripts/bytewax_wordcount.py in a subprocess; its JSON line."""
+    done = subprocess.run(
+        [sys.executable, str(BYTEWAX_SCRIPT), "--sentences", str(sentences),
+         "--batch-size", str(BYTEWAX_BATCH)],
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+    )
+    if done.returncode != 0:
+        raise BenchError(f"bytewax word count failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --- targets ----------------------------------------------------------------------------------
+
+
+def judge(rows: list[dict[str, Any]], bytewax: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Every target that the measured configurations allow to judge."""
+    by_key = {(r["transport"], r["workers"], r["acking"]): r for r in rows}
+    targets: list[dict[str, Any]] = []
+
+    def add(target: str, config: str, value: float | None, threshold: float, met: bool | None,
+            detail: str) -> None:
+        targets.append({"target": target, "config": config, "value": value,
+                        "threshold": threshold, "met": met, "detail": detail})
+
+    for (transport, workers, acking), row in by_key.items():
+        tp = row["throughput"]["words_per_s"]
+        if workers == 1 and not acking and bytewax is not None:
+            ratio = tp / bytewax["words_per_s"]
+            add(TARGET_BYTEWAX, f"{transport} 1w acking off", ratio, 1.0, ratio >= 1.0,
+                f"{tp:,.0f} vs Bytewax {bytewax['words_per_s']:,.0f} words/s")
+        one = by_key.get((transport, 1, acking))
+        if workers == 2 and one is not None:
+            ratio = tp / one["throughput"]["words_per_s"]
+            add(TARGET_SCALING, f"{transport} acking {'on' if acking else 'off'}", ratio, 1.5,
+                ratio >= 1.5, f"{tp:,.0f} vs {one['throughput']['words_per_s']:,.0f} words/s")
+        off = by_key.get((transport, workers, False))
+        if acking and off is not None:
+            ratio = tp / off["throughput"]["words_per_s"]
+            add(TARGET_ACKING, f"{transport} {workers}w", ratio, 0.5, ratio >= 0.5,
+                f"{tp:,.0f} vs {off['throughput']['words_per_s']:,.0f} words/s")
+        latency = row.get("latency")
+        if latency is not None and latency["p99_ms"] is not None:
+            add(TARGET_LATENCY, f"{transport} {workers}w acking on", latency["p99_ms"], 10.0,
+                latency["p99_ms"] <= 10.0,
+                f"p99 {latency['p99_ms']:.2f} ms at {latency['offered_words_per_s']:,.0f} words/s")
+    return targets
+
+
+# --- output ------------------------------------------------------------------------------------
+
+
+def code_version() -> dict[str, Any]:
+    """The commit measured, and whether storm_zmq/ differs from it (other work in
+    progress in the same tree)."""
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    changed = git("status", "--porcelain", "--", "storm_zmq")
+    return {"commit": git("rev-parse", "HEAD") or None,
+            "storm_zmq_changes": changed.splitlines() if changed else []}
+
+
+def machine_info() -> dict[str, Any]:
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            model = next((ln.split(":", 1)[1].strip() for ln in cpuinfo if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    try:
+        from importlib.metadata import version
+
+        bytewax_version = version("bytewax")
+    except Exception:
+        bytewax_version = None
+    return {
+        "nproc": len(os.sched_getaffinity(0)),
+        "cpu": model,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "pyzmq": zmq.pyzmq_version(),
+        "libzmq": zmq.zmq_version(),
+        "msgpack": ".".join(map(str, msgpack.version)),
+        "bytewax": bytewax_version,
+    }
+
+
+def _count(rate: float | None) -> str:
+    if rate is None:
+        return "-"
+    if rate >= 1e6:
+        return f"{rate / 1e6:.2f}M"
+    if rate >= 1e3:
+        return f"{rate / 1e3:.0f}k"
+    return f"{rate:.0f}"
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1f}" if value < 100 else f"{value:.0f}"
+
+
+def _per_worker(processes: list[dict[str, Any]], key: str, fmt: str) -> str:
+    values = [p[key] for p in processes]
+    return " / ".join("-" if v is None else format(v, fmt) for v in values) or "-"
+
+
+def _ratio(targets: list[dict[str, Any]], target: str, config: str) -> str:
+    for t in targets:
+        if t["target"] == target and t["config"] == config:
+            return f"{t['value']:.2f} ({'met' if t['met'] else 'MISSED'} ≥{t['threshold']:g})"
+    return "-"
+
+
+def results_table(rows: list[dict[str, Any]], bytewax: dict[str, Any] | None,
+                  targets: list[dict[str, Any]]) -> str:
+    header = ["transport", "workers", "acking", "words/s", "vs Bytewax", "2w/1w", "on/off",
+              "latency at words/s", "p50/p99/p99.9 ms", "CPU % per worker", "peak RSS MB per worker"]
+    lines = [header, ["---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]]
+    for row in rows:
+        tp, lat = row["throughput"], row.get("latency")
+        transport, workers, acking = row["transport"], row["workers"], row["acking"]
+        on_off = "on" if acking else "off"
+        latency_cells = ["-", "-"]
+        if lat is not None:
+            latency_cells = [_count(lat["offered_words_per_s"]),
+                             f"{_ms(lat['p50_ms'])} / {_ms(lat['p99_ms'])} / {_ms(lat['p999_ms'])}"]
+        lines.append([
+            transport, str(workers), on_off, _count(tp["words_per_s"]),
+            _ratio(targets, TARGET_BYTEWAX, f"{transport} 1w acking off") if workers == 1 and not acking else "",
+            _ratio(targets, TARGET_SCALING, f"{transport} acking {on_off}") if workers == 2 else "",
+            _ratio(targets, TARGET_ACKING, f"{transport} {workers}w") if acking else "",
+            *latency_cells,
+            _per_worker(tp["processes"], "cpu_percent", ".0f"),
+            _per_worker(tp["processes"], "peak_rss_mb", ".0f"),
+        ])
+    if bytewax is not None:
+        lines.append([f"Bytewax {bytewax['bytewax']}", "1", "-", _count(bytewax["words_per_s"]), "1.00",
+                      "", "", "-", "-", f"{bytewax['cpu_percent']:.0f}", f"{bytewax['peak_rss_mb']:.0f}"])
+    return _markdown(lines) + (
+        "\nwords/s: the count bolt's executed tuples per second in steady state; ratios with"
+        "\ntheir targets; latency: complete latency (acking on) at half the configuration's"
+        "\nwords/s; CPU (100 = one core) and peak RSS of each worker process (worker 0 first)")
+
+
+def slow_table(runs: list[dict[str, Any]]) -> str:
+    lines = [["transport", "workers", "offered/s", "spout / bolt per s, 2nd half",
+              "in flight", "RSS MB every 5 s, per worker", "growth 2nd half MB", "levels off"],
+             ["---", "---:", "---:", "---:", "---:", "---", "---:", "---"]]
+    for run in runs:
+        series = " · ".join(
+            "[" + " ".join(f"{v:.0f}" for v in points[::5]) + "]" for points in run["rss_mb_every_second"])
+        growth = " / ".join(f"{w['growth_mb']:+.1f}" for w in run["workers_rss"])
+        lines.append([run["transport"], str(run["workers"]), _count(run["offered_sentences_per_s"]),
+                      f"{_count(run['spout_emitted_per_s'])} / {_count(run['bolt_executed_per_s'])}",
+                      f"{run['in_flight_at_end']:,}", series, growth,
+                      "yes" if run["levels_off"] else "NO"])
+    return _markdown(lines) + (
+        "\noffered: sentences/s the spout is asked for (100 x what the slow bolts take); in flight:"
+        "\nemitted - executed at the end; RSS of each worker (worker 0 first) at 0, 5, 10, ... s")
+
+
+def _markdown(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) + " |"
+                     for row in rows)
+
+
+#: A run during which other processes used more than this much CPU (% of a core)
+#: is flagged as disturbed.
+DISTURBED_CPU_PERCENT = 25.0
+
+
+def disturbances(report: dict[str, Any]) -> list[str]:
+    """What may have skewed the numbers: other load on the machine, code changed."""
+    notes = []
+    measured = [(f"{r['transport']} {r['workers']}w acking {'on' if r['acking'] else 'off'} {kind}", r[kind])
+                for r in report.get("rows", []) for kind in ("throughput", "latency") if kind in r]
+    measured += [(f"slow bolt {r['transport']} {r['workers']}w", r) for r in report.get("slow_bolt", [])]
+    for label, run in measured:
+        other = run.get("other_cpu_percent")
+        if other is not None and other > DISTURBED_CPU_PERCENT:
+            notes.append(f"{label}: other processes used {other:.0f} % CPU during the window (disturbed)")
+    if report.get("code_changed_during_run"):
+        notes.append("storm_zmq/ changed during the run: rows may measure different code")
+    if report.get("code", {}).get("storm_zmq_changes"):
+        notes.append("storm_zmq/ has uncommitted changes: " + ", ".join(report["code"]["storm_zmq_changes"]))
+    return notes
+
+
+def progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+# --- main ----------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help=f"zmq only, {QUICK_SECONDS:g} s runs, a smaller Bytewax run (under a minute)")
+    parser.add_argument("--transports", help=f"comma-separated subset of {','.join(TRANSPORTS)}")
+    parser.add_argument("--workers", help="comma-separated worker counts (default 1,2)")
+    parser.add_argument("--acking", help="comma-separated subset of off,on (default both)")
+    parser.add_argument("--seconds", type=float,
+                        help=f"length of each run (default {DEFAULT_SECONDS:g}, {QUICK_SECONDS:g} with --quick)")
+    parser.add_argument("--bytewax-sentences", type=int,
+                        help=f"sentences the Bytewax baseline counts (default {BYTEWAX_SENTENCES}, "
+                             f"{QUICK_BYTEWAX_SENTENCES} with --quick)")
+    parser.add_argument("--no-bytewax", action="store_true", help="skip the Bytewax baseline")
+    parser.add_argument("--slow-bolt", action="store_true",
+                        help="instead: the slow-bolt memory check (acking off), per transport and "
+                             "worker count (default 2 workers)")
+    parser.add_argument("--slow-seconds", type=float, default=SLOW_SECONDS,
+                        help=f"length of each --slow-bolt run (default {SLOW_SECONDS:g})")
+    parser.add_argument("--slow-queue", type=int, default=SLOW_QUEUE,
+                        help=f"topology.executor.receive.buffer.size of the --slow-bolt runs "
+                             f"(default {SLOW_QUEUE}; the runtime's default is 32768)")
+    parser.add_argument("--json", metavar="FILE", help="also write every number to FILE")
+    args = parser.parse_args(argv)
+
+    def items(text: str | None, default: Sequence[str], allowed: Sequence[str], what: str) -> list[str]:
+        chosen = [x.strip() for x in text.split(",") if x.strip()] if text else list(default)
+        unknown = set(chosen) - set(allowed)
+        if unknown or not chosen:
+            parser.error(f"unknown {what} {sorted(unknown)}; choose from {', '.join(allowed)}")
+        return chosen
+
+    args.transports = items(args.transports, ("zmq",) if args.quick else TRANSPORTS, TRANSPORTS, "transports")
+    args.acking = [a == "on" for a in items(args.acking, ACKING, ACKING, "acking values")]
+    default_workers = "2" if args.slow_bolt else ",".join(map(str, DEFAULT_WORKERS))
+    try:
+        args.workers = sorted({int(w) for w in (args.workers or default_workers).split(",")})
+    except ValueError:
+        parser.error(f"--workers: not a list of integers: {args.workers!r}")
+    if min(args.workers) < 1:
+        parser.error("--workers must be at least 1")
+    if args.seconds is None:
+        args.seconds = QUICK_SECONDS if args.quick else DEFAULT_SECONDS
+    if args.seconds < 2 * MIN_WINDOW or args.slow_seconds < 2 * MIN_WINDOW:
+        parser.error(f"--seconds and --slow-seconds must be at least {2 * MIN_WINDOW:g}")
+    if args.bytewax_sentences is None:
+        args.bytewax_sentences = QUICK_BYTEWAX_SENTENCES if args.quick else BYTEWAX_SENTENCES
+    if args.slow_queue < 1:
+        parser.error("--slow-queue must be positive")
+    if args.bytewax_sentences < 1:
+        parser.error("--bytewax-sentences must be positive")
+    return args
+
+
+def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
+    code = code_version()
+    bytewax = None
+    if not args.no_bytewax:
+        bytewax = run_bytewax(args.bytewax_sentences)
+        progress(f"Bytewax {bytewax['bytewax']}: {bytewax['words_per_s']:,.0f} words/s "
+                 f"({bytewax['words']:,} words, {bytewax['wall_seconds']:.1f} s)")
+    rows: list[dict[str, Any]] = []
+    for transport in args.transports:
+        for workers in args.workers:
+            for acking in args.acking:
+                config = Config(transport, workers, acking)
+                row: dict[str, Any] = {"transport": transport, "workers": workers, "acking": acking}
+                row["throughput"] = tp = measure_throughput(config, args.seconds)
+                cpu = _per_worker(tp["processes"], "cpu_percent", ".0f")
+                progress(f"{config.label:>22}: {tp['words_per_s']:>10,.0f} words/s, CPU {cpu} %")
+                if acking:
+                    rate = LATENCY_LOAD * tp["words_per_s"]
+                    row["latency"] = lat = measure_latency(config, rate, args.seconds)
+                    progress(f"{config.label:>22}: latency at {rate:,.0f} words/s: p50 {_ms(lat['p50_ms'])} ms, "
+                             f"p99 {_ms(lat['p99_ms'])} ms, p99.9 {_ms(lat['p999_ms'])} ms "
+                             f"({lat['samples']:,} samples, {lat['words_per_s']:,.0f} words/s)")
+                rows.append(row)
+    targets = judge(rows, bytewax)
+    return {
+        "machine": machine_info(),
+        "code": code,
+        "code_changed_during_run": code_version() != code,
+        "command": " ".join(["python", "scripts/bench_topology.py", *sys.argv[1:]]),
+        "settings": {"transports": args.transports, "workers": args.workers,
+                     "acking": ["on" if a else "off" for a in args.acking], "seconds": args.seconds,
+                     "warmup_seconds": warmup_seconds(args.seconds), "latency_load": LATENCY_LOAD,
+                     "bytewax_sentences": None if args.no_bytewax else args.bytewax_sentences,
+                     "bytewax_batch_size": BYTEWAX_BATCH},
+        "bytewax": bytewax,
+        "rows": rows,
+        "targets": targets,
+        "targets_met": all(t["met"] for t in targets),
+    }
+
+
+def run_slow(args: argparse.Namespace) -> dict[str, Any]:
+    code = code_version()
+    runs = []
+    for transport in args.transports:
+        for workers in args.workers:
+            run = measure_slow_bolt(transport, workers, args.slow_seconds, args.slow_queue)
+            growth = ", ".join(f"{w['growth_mb']:+.1f}" for w in run["workers_rss"])
+            progress(f"slow bolt {transport} {workers}w: spout {run['spout_emitted_per_s']:,.0f}/s, "
+                     f"bolt {run['bolt_executed_per_s']:,.0f}/s, RSS growth {growth} MB")
+            runs.append(run)
+    targets = [{"target": TARGET_BOUNDED, "config": f"{r['transport']} {r['workers']}w",
+                "value": max(w["growth_mb"] for w in r["workers_rss"]), "threshold": PLATEAU_MB,
+                "met": r["levels_off"],
+                "detail": "RSS growth over the second half: "
+                          + ", ".join(f"{w['growth_mb']:+.1f} MB" for w in r["workers_rss"])}
+               for r in runs]
+    return {
+        "machine": machine_info(),
+        "code": code,
+        "code_changed_during_run": code_version() != code,
+        "command": " ".join(["python", "scripts/bench_topology.py", *sys.argv[1:]]),
+        "settings": {"transports": args.transports, "workers": args.workers,
+                     "slow_seconds": args.slow_seconds, "slow_delay_secs": SLOW_DELAY,
+                     "slow_par": SLOW_PAR, "factor": SLOW_FACTOR, "receive_buffer_size": args.slow_queue,
+                     "plateau_mb": PLATEAU_MB, "plateau_fraction": PLATEAU_FRACTION},
+        "slow_bolt": runs,
+        "targets": targets,
+        "targets_met": all(t["met"] for t in targets),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    began = time.monotonic()
+    try:
+        report = run_slow(args) if args.slow_bolt else run_matrix(args)
+    except BenchError as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    report["wall_seconds"] = time.monotonic() - began
+    if args.slow_bolt:
+        print(slow_table(report["slow_bolt"]))
+    else:
+        print(results_table(report["rows"], report["bytewax"], report["targets"]))
+    for target in report["targets"]:
+        verdict = "met" if target["met"] else "MISSED"
+        print(f"{verdict:>6}: {target['target']}: {target['config']}: {target['detail']}")
+    for warning in disturbances(report):
+        print(f"note: {warning}")
+    print(f"wall time {report['wall_seconds']:.0f} s")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(report, out, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Smoke test of scripts/bench_topology.py: a tiny run (one transport, one worker,
+2 s runs, a small Bytewax baseline) must finish and write a complete JSON report,
+and the pure parts (windowed rates, percentiles, the targets) must compute the
+right numbers. No performance assertions: the numbers depend on the machine."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "bench_topology.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    """The script imported as a module (it is not a package)."""
+    spec = importlib.util.spec_from_file_location("bench_topology", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _stats(snapshots: list, latency_batches: list | None = None) -> SimpleNamespace:
+    return SimpleNamespace(snapshots=snapshots, latency_batches=latency_batches or [])
+
+
+def test_window_rate_sums_per_worker_rates_inside_the_window(bench: ModuleType) -> None:
+    def snap(t: float, worker: int, executed: int) -> tuple:
+        return (t, worker, {"count_bolt": {"executed": executed}}, 0)
+
+    stats = _stats([
+        snap(0.5, 0, 100), snap(1.0, 0, 1_000), snap(3.0, 0, 3_000), snap(9.0, 0, 99_999),
+        snap(1.2, 1, 0), snap(2.2, 1, 500),
+    ])
+    # worker 0: (3000 - 1000) / 2 s; worker 1: 500 / 1 s; reports outside [1, 3] ignored
+    assert bench.window_rate(stats, "count_bolt", "executed", 1.0, 3.0) == pytest.approx(1_500)
+    assert bench.window_rate(stats, "split_bolt", "executed", 1.0, 3.0) == 0
+
+
+def test_latencies_and_percentiles_come_from_the_window(bench: ModuleType) -> None:
+    stats = _stats([], [(0.5, [1000.0]), (1.5, [3.0, 1.0, 2.0]), (2.5, [4.0]), (9.0, [500.0])])
+    ordered = bench.window_latencies(stats, 1.0, 3.0)
+    assert ordered == [1.0, 2.0, 3.0, 4.0]
+    assert bench.percentile(ordered, 0.5) == 3.0
+    assert bench.percentile(ordered, 0.999) == 4.0
+    assert bench.percentile([], 0.5) is None
+
+
+def test_targets(bench: ModuleType) -> None:
+    def row(transport: str, workers: int, acking: bool, words: float, p99: float | None = None) -> dict:
+        result = {"transport": transport, "workers": workers, "acking": acking,
+                  "throughput": {"words_per_s": words}}
+        if p99 is not None:
+            result["latency"] = {"p99_ms": p99, "offered_words_per_s": words / 2}
+        return result
+
+    rows = [row("zmq", 1, False, 100), row("zmq", 1, True, 60, p99=4.0),
+            row("zmq", 2, False, 140), row("zmq", 2, True, 60, p99=11.0)]
+    verdicts = {(t["target"], t["config"]): (round(t["value"], 2), t["met"])
+                for t in bench.judge(rows, {"words_per_s": 200})}
+    assert verdicts == {
+        (bench.TARGET_BYTEWAX, "zmq 1w acking off"): (0.5, False),
+        (bench.TARGET_ACKING, "zmq 1w"): (0.6, True),
+        (bench.TARGET_LATENCY, "zmq 1w acking on"): (4.0, True),
+        (bench.TARGET_SCALING, "zmq acking off"): (1.4, False),
+        (bench.TARGET_SCALING, "zmq acking on"): (1.0, False),
+        (bench.TARGET_ACKING, "zmq 2w"): (0.43, False),
+        (bench.TARGET_LATENCY, "zmq 2w acking on"): (11.0, False),
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_tiny_run_writes_a_complete_report(tmp_path: Path) -> None:
+    report_file = tmp_path / "bench.json"
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--transports", "zmq", "--workers", "1",
+         "--seconds", "2", "--bytewax-sentences", "20000", "--json", str(report_file)],
+        cwd=REPO, capture_output=True, text=True, timeout=55,
+    )
+    assert result.returncode == 0, result.stderr
+
+    report = json.loads(report_file.read_text())
+    assert report["machine"]["nproc"] >= 1
+    assert report["settings"]["transports"] == ["zmq"]
+    assert report["bytewax"]["words"] == 20000 * 17 and report["bytewax"]["words_per_s"] > 0
+    rows = {(r["transport"], r["workers"], r["acking"]): r for r in report["rows"]}
+    assert set(rows) == {("zmq", 1, False), ("zmq", 1, True)}
+    for row in rows.values():
+        throughput = row["throughput"]
+        assert throughput["words_per_s"] > 0
+        (process,) = throughput["processes"]  # one worker
+        assert process["peak_rss_mb"] > 0 and process["cpu_percent"] is not None
+    assert "latency" not in rows[("zmq", 1, False)]
+    latency = rows[("zmq", 1, True)]["latency"]
+    assert latency["samples"] > 0
+    assert 0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["p999_ms"]
+    assert latency["offered_words_per_s"] == pytest.approx(
+        0.5 * rows[("zmq", 1, True)]["throughput"]["words_per_s"])
+    assert {t["target"] for t in report["targets"]} >= {
+        "1 worker, acking off: words/s >= Bytewax", "acking on: words/s >= 0.5 x acking off",
+        "p99 complete latency <= 10 ms at 50% load"}
+    assert all(isinstance(t["met"], bool) for t in report["targets"])
+    # The table is printed whatever the targets say.
+    assert "words/s" in result.stdout and "Bytewax" in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+def test_tiny_slow_bolt_run_reports_rss_over_time(tmp_path: Path) -> None:
+    report_file = tmp_path / "slow.json"
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--slow-bolt", "--transports", "tcp", "--workers", "1",
+         "--slow-seconds", "3", "--json", str(report_file)],
+        cwd=REPO, capture_output=True, text=True, timeout=55,
+    )
+    assert result.returncode == 0, result.stderr
+
+    report = json.loads(report_file.read_text())
+    (run,) = report["slow_bolt"]
+    assert (run["transport"], run["workers"], run["acking"]) == ("tcp", 1, False)
+    assert run["bolt_executed"] > 0 and run["spout_emitted"] >= run["bolt_executed"]
+    (series,) = run["rss_mb_every_second"]
+    assert len(series) >= 3 and all(mb > 0 for mb in series)
+    (worker,) = run["workers_rss"]
+    assert isinstance(worker["levels_off"], bool) and worker["peak_rss_mb"] > 0
+    (target,) = report["targets"]
+    assert target["config"] == "tcp 1w" and isinstance(target["met"], bool)
+
+
+def test_unknown_transport_is_a_usage_error() -> None:
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--transports", "zmq,carrier-pigeon"],
+        cwd=REPO, capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 2
+    assert "carrier-pigeon" in result.stderr
