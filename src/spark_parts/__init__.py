@@ -1,0 +1,2 @@
+"""Components of topologies/spark_wordcount.py: a SparkSpout over a generated text
+data set, a line splitter that can fail tuples on purpose, a word counter."""

@@ -1,0 +1,257 @@
+"""The Spark side of the Spark spout: finding Java, building the SparkSession from
+the storm conf, checking column types against what a tuple can carry, and turning
+Spark values into plain msgpack-able Python values.
+
+pyspark is imported lazily (it takes a while and needs nothing until a spout starts).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = [
+    "SparkSpoutError",
+    "build_session",
+    "check_java",
+    "column_problems",
+    "spark_conf",
+    "stop_session",
+    "value_fixer",
+]
+
+DEFAULT_MASTER = "local[*]"
+
+#: Spark settings the spout sets unless the conf does: no console progress bars in
+#: the worker's log.
+DEFAULT_SPARK_CONF = {"spark.ui.showConsoleProgress": "false"}
+
+
+class SparkSpoutError(RuntimeError):
+    """A Spark spout cannot go on; the message names the spout and the cause."""
+
+
+# -- Java ------------------------------------------------------------------------------
+
+
+def check_java(who: str, environ: Mapping[str, str] | None = None) -> str:
+    """The java Spark's launcher will run (``$JAVA_HOME/bin/java``, else ``java`` on
+    PATH), or a `SparkSpoutError` saying what is missing."""
+    env = os.environ if environ is None else environ
+    if env.get("PYSPARK_GATEWAY_PORT"):  # a gateway someone else started: no launch
+        return "(external gateway)"
+    java_home = env.get("JAVA_HOME")
+    if java_home:
+        java = os.path.join(java_home, "bin", "java")
+        if os.path.isfile(java) and os.access(java, os.X_OK):
+            return java
+        raise SparkSpoutError(
+            f"{who}: Java not found: JAVA_HOME is {java_home!r} but {java} is not an "
+            "executable; Spark needs a Java runtime (17 or 21): fix JAVA_HOME or unset it "
+            "and put java on PATH"
+        )
+    java = shutil.which("java", path=env.get("PATH"))
+    if java is None:
+        raise SparkSpoutError(
+            f"{who}: Java not found: Spark needs a Java runtime (17 or 21) and there is no "
+            "java on PATH and no JAVA_HOME; install one (e.g. apt-get install "
+            "openjdk-17-jre-headless) or set JAVA_HOME"
+        )
+    return java
+
+
+# -- the session -------------------------------------------------------------------------
+
+
+def _conf_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    return json.dumps(value)
+
+
+def spark_conf(conf: Mapping[str, Any], app_name: str) -> dict[str, str]:
+    """Every ``spark.*`` key of the storm conf as a Spark setting, with
+    ``spark.master`` defaulting to ``local[*]`` and ``spark.app.name`` to
+    `app_name`. A key set to null is left out."""
+    settings = dict(DEFAULT_SPARK_CONF)
+    settings["spark.master"] = DEFAULT_MASTER
+    settings["spark.app.name"] = app_name
+    for key, value in conf.items():
+        if isinstance(key, str) and key.startswith("spark."):
+            if value is None:
+                settings.pop(key, None)
+            else:
+                settings[key] = _conf_value(value)
+    return settings
+
+
+def build_session(conf: Mapping[str, Any], app_name: str, who: str) -> tuple[Any, bool]:
+    """``(spark, created)``: the SparkSession for `conf` (getOrCreate, so tasks of one
+    worker share it), and whether this call created it. Raises `SparkSpoutError`
+    naming `who` when Java is missing or the session cannot start."""
+    check_java(who)
+    settings = spark_conf(conf, app_name)
+    if "spark.pyspark.python" not in settings:
+        # Python workers (UDFs in source()) must run this interpreter, not whatever
+        # python3 is first on PATH.
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:  # pragma: no cover - pyspark is a dependency
+        raise SparkSpoutError(f"{who}: pyspark is not installed: {exc}") from exc
+    existed = getattr(SparkSession, "_instantiatedSession", None) is not None
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:
+        raise SparkSpoutError(
+            f"{who}: cannot start a Spark session (spark.master={settings['spark.master']}): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    return spark, not existed
+
+
+def stop_session(spark: Any, shutdown_gateway: bool = False) -> None:
+    """Stop `spark`; with `shutdown_gateway` also end the JVM pyspark started, so that
+    this process holds no JVM afterwards and a later session launches a fresh one."""
+    try:
+        spark.stop()
+    except Exception:  # already stopped, or the JVM is gone
+        pass
+    if not shutdown_gateway:
+        return
+    try:
+        from pyspark import SparkContext
+
+        gateway = SparkContext._gateway
+        if gateway is None:
+            return
+        proc = getattr(gateway, "proc", None)
+        try:
+            gateway.shutdown()
+        except Exception:
+            pass
+        if proc is not None:
+            try:
+                proc.stdin.close()  # the gateway JVM exits when its stdin closes
+                proc.wait(10)
+            except Exception:
+                proc.kill()
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+    except Exception:  # private API moved: the JVM stays until the process exits
+        pass
+
+
+# -- types ---------------------------------------------------------------------------------
+
+_CAST_HINTS = {
+    "DecimalType": "msgpack has no decimal; cast it in source(), e.g. .cast('double') or .cast('string')",
+    "DateType": "msgpack has no date; cast it in source() to a string (.cast('string')) or a "
+    "number (unix_date)",
+    "TimestampType": "msgpack has no timestamp; cast it in source() to a string "
+    "(.cast('string')) or a number (unix_micros, unix_timestamp)",
+    "TimestampNTZType": "msgpack has no timestamp; cast it in source() to a string "
+    "(.cast('string')) or a number",
+    "DayTimeIntervalType": "msgpack has no interval; cast it in source() to a number of "
+    "seconds or a string",
+    "YearMonthIntervalType": "msgpack has no interval; cast it in source() to a number of "
+    "months or a string",
+}
+
+
+def _type_problem(dtype: Any) -> str | None:
+    """Why values of Spark type `dtype` cannot travel in a tuple, or None."""
+    from pyspark.sql import types as T
+
+    plain = (
+        T.NullType, T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType,
+        T.FloatType, T.DoubleType, T.StringType, T.BinaryType,
+        *(getattr(T, name) for name in ("CharType", "VarcharType") if hasattr(T, name)),
+    )
+    if isinstance(dtype, plain):
+        return None
+    if isinstance(dtype, T.ArrayType):
+        return _nested_problem(dtype.elementType)
+    if isinstance(dtype, T.MapType):
+        return _nested_problem(dtype.keyType) or _nested_problem(dtype.valueType)
+    if isinstance(dtype, T.StructType):
+        for field in dtype.fields:
+            problem = _nested_problem(field.dataType)
+            if problem:
+                return problem
+        return None
+    name = type(dtype).__name__
+    hint = _CAST_HINTS.get(name, "msgpack carries null, boolean, integer, float, string, "
+                                 "binary, and arrays/maps/structs of those; cast it in source()")
+    return f"type {dtype.simpleString()}, which a tuple cannot carry ({hint})"
+
+
+def _nested_problem(dtype: Any) -> str | None:
+    problem = _type_problem(dtype)
+    if problem is None or problem.startswith("it contains "):
+        return problem
+    return f"it contains {problem}"
+
+
+def column_problems(schema: Any) -> list[str]:
+    """One line per top-level column whose values a tuple cannot carry."""
+    problems = []
+    for field in schema.fields:
+        problem = _type_problem(field.dataType)
+        if problem:
+            if problem.startswith("it contains "):
+                problem = f"type {field.dataType.simpleString()}: {problem}"
+            problems.append(f"column {field.name!r} has {problem}")
+    return problems
+
+
+# -- values ----------------------------------------------------------------------------------
+
+Fixer = Callable[[Any], Any]
+
+
+def value_fixer(dtype: Any, source: str) -> Fixer | None:
+    """A function making the values of Spark type `dtype`, as `source` ("arrow":
+    ``pyarrow`` ``to_pylist``; "rows": pickled Rows) delivers them, plain: structs
+    as dicts, maps as dicts, binary as bytes. None when they already are."""
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, T.BinaryType) and source == "rows":
+        return lambda v: None if v is None else bytes(v)
+    if isinstance(dtype, T.ArrayType):
+        fe = value_fixer(dtype.elementType, source)
+        if fe is None:
+            return None
+        return lambda v: None if v is None else [fe(x) for x in v]
+    if isinstance(dtype, T.MapType):
+        fk = value_fixer(dtype.keyType, source) or _same
+        fv = value_fixer(dtype.valueType, source) or _same
+        if source == "arrow":  # pyarrow gives a map as a list of (key, value) pairs
+            return lambda v: None if v is None else {fk(k): fv(x) for k, x in v}
+        if fk is _same and fv is _same:
+            return None
+        return lambda v: None if v is None else {fk(k): fv(x) for k, x in v.items()}
+    if isinstance(dtype, T.StructType):
+        names = [f.name for f in dtype.fields]
+        fixers = [value_fixer(f.dataType, source) or _same for f in dtype.fields]
+        if source == "rows":  # a Row (a tuple): make it a dict like pyarrow's
+            return lambda v: None if v is None else {
+                n: f(x) for n, f, x in zip(names, fixers, v, strict=True)
+            }
+        if all(f is _same for f in fixers):
+            return None
+        return lambda v: None if v is None else {n: f(v[n]) for n, f in zip(names, fixers, strict=True)}
+    return None
+
+
+def _same(value: Any) -> Any:
+    return value

@@ -1,0 +1,527 @@
+"""`SparkSpout`: stream the partitions of a Spark DataFrame into a topology.
+
+    class WordsSpout(SparkSpout):
+        def source(self, spark):
+            return spark.read.text("data/*.txt")      # outputs: ["value"]
+
+Each task of the spout builds (or shares, within a worker) a SparkSession from the
+``spark.*`` keys of its conf, calls `source`, and streams the partitions p with
+``p mod n == index`` (index: this task's position among the component's n tasks),
+one partition at a time: a background thread fetches the next partition while the
+current one is emitted, so `next_tuple` never waits for Spark, and the driver holds
+about two partitions plus the rows still in flight. Rows are emitted with
+``tup_id=(partition, row)``; acked rows are forgotten, failed or timed-out rows are
+emitted again, a partition is done when all its rows are acked, and when every
+partition is done the spout calls `report_exhausted()`, which ends `storm-zmq run`.
+See docs/spark.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from storm_zmq.component import Spout
+from storm_zmq.spark.fetch import FETCH_MODES, make_fetcher
+from storm_zmq.spark.ledger import (
+    PartitionLedger,
+    describe_partitions,
+    partitions_for_task,
+    task_index,
+)
+from storm_zmq.spark.session import (
+    SparkSpoutError,
+    build_session,
+    column_problems,
+    stop_session,
+)
+from storm_zmq.topology.spec import ComponentSpec
+from storm_zmq.topology.stream import DEFAULT_STREAM, Stream
+
+__all__ = ["ListFetcher", "SparkSpout", "SparkSpoutError"]
+
+#: Columns derived from `source()` at topology load, handed to the worker processes
+#: that `storm-zmq run` spawns (they inherit the environment) so that they do not
+#: start a JVM just to learn them again.
+COLUMNS_ENV = "STORM_ZMQ_SPARK_COLUMNS"
+
+_derived_columns: dict[str, list[str]] = {}
+
+# Tasks of this process using the session, and whether a spout created it: the last
+# task to clean up stops a session a spout created (never one the process had).
+_session_lock = threading.Lock()
+_session_users = 0
+_session_created = False
+
+
+class ListFetcher:
+    """Partitions already in memory (lists of row tuples): what `open_source` may
+    return instead of Spark, for tests and for the benchmark's in-memory baseline."""
+
+    name = "memory"
+
+    def __init__(self, partitions: Sequence[Sequence[tuple[Any, ...]]]) -> None:
+        self._partitions = [list(p) for p in partitions]
+        self.num_partitions = len(self._partitions)
+
+    def fetch(self, partition: int) -> list[tuple[Any, ...]]:
+        return self._partitions[partition]
+
+
+class SparkSpout(Spout):
+    """A spout whose data is the DataFrame `source(spark)` returns.
+
+    Class attributes (set them on the subclass):
+
+    ``outputs``
+        Field names. Empty (the default): the DataFrame's columns, learned at
+        topology load by calling `source` in a small local session (declare them to
+        skip that). Names that are all columns of the DataFrame select those columns
+        in that order; otherwise as many names as it has columns rename them.
+    ``reliable``
+        True (default): rows are emitted with ``tup_id=(partition, row)`` and
+        replayed until acked. False: no ids, no replay, a partition is done once
+        emitted: faster, at-most-once.
+    ``max_fails``
+        None (default): replay a row until it is acked. An int: give up on a row
+        after that many failures (logged; the row counts as settled).
+    ``fetch``
+        How a partition comes to the driver: "auto" (default: "arrow" with pyarrow,
+        else "rows"), "arrow", "rows" or "filter"; see `storm_zmq.spark.fetch`.
+    ``emit_batch``
+        Rows emitted per `next_tuple` call at most (default:
+        ``topology.producer.batch.size``); ``topology.max.spout.pending`` is held.
+    ``progress_secs``
+        How often a progress line is logged (rows and partitions done of total).
+
+    In `source`, ``self.storm_conf`` is the conf (at topology load, when the columns
+    are derived, only the component's ``config``: the columns must not depend on
+    anything else) and ``self.task_index`` / ``self.task_count`` say which task this
+    is. `source` must give every task the same partitioning (be deterministic).
+    """
+
+    outputs: Sequence[Any] = ()
+    reliable = True
+    max_fails: int | None = None
+    fetch = "auto"
+    emit_batch: int | None = None
+    progress_secs = 5.0
+
+    # -- the user's part -------------------------------------------------------------
+
+    def source(self, spark: Any) -> Any:
+        """Return the DataFrame to stream."""
+        raise NotImplementedError(f"{type(self).__name__}.source(self, spark) must return a DataFrame")
+
+    # -- topology declaration -------------------------------------------------------------
+
+    @classmethod
+    def spec(
+        cls, name: str | None = None, par: int | None = None, config: dict[str, Any] | None = None,
+        num_tasks: int | None = None,
+    ) -> ComponentSpec:
+        if _declared_fields(cls) is None:
+            cls.outputs = _derive_columns(cls, config if config is not None else getattr(cls, "config", None))
+            cls._outputs_from_source = True
+        return super().spec(name=name, par=par, config=config, num_tasks=num_tasks)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+        global _session_users
+        self.storm_conf = storm_conf
+        self.task_index, self.task_count = task_index(context)
+        name = self.component_name or context.get("componentid") or type(self).__name__
+        self.who = f"spark spout {name!r} task {context.get('taskid', self.task_id)}"
+        if self.fetch not in FETCH_MODES:
+            raise SparkSpoutError(f"{self.who}: fetch must be one of {FETCH_MODES}, got {self.fetch!r}")
+        max_pending = storm_conf.get("topology.max.spout.pending")
+        self._max_pending: int | None = int(max_pending) if max_pending else None
+        self._emit_batch = int(self.emit_batch or storm_conf.get("topology.producer.batch.size") or 100)
+        self._stormid = context.get("stormid", "")
+        # what the fetch thread hands over (deque: append/popleft are atomic)
+        self._inbox: deque[tuple[Any, ...]] = deque()
+        self._demand = threading.Semaphore(1)  # partitions the thread may fetch ahead
+        self._wake = threading.Event()  # demand, trash or stop for the fetch thread
+        self._stopping = threading.Event()
+        self._ledger: PartitionLedger | None = None
+        self._rows: dict[int, Any] = {}  # partition -> list of rows, or {row: values}
+        self._trash: deque[Any] = deque()  # rows of finished partitions, to be freed
+        self._ready: deque[tuple[int, list[tuple[Any, ...]]]] = deque()
+        self._current: int | None = None
+        self._reported = False
+        self._fetch_name = ""
+        self._num_partitions = 0
+        self.first_emit_at: float | None = None
+        self.done_at: float | None = None
+        self._started_at = time.monotonic()
+        self._last_progress: tuple[float, int] | None = None
+        plan = self.open_source(storm_conf, context)
+        self._next_progress = time.monotonic() + self.progress_secs
+        with _session_lock:
+            _session_users += 1
+        self._thread = threading.Thread(
+            target=self._fetch_loop, args=(plan,), name=f"spark-fetch-{name}-{self.task_id}", daemon=True
+        )
+        self._thread.start()
+
+    def open_source(self, conf: dict[str, Any], context: dict[str, Any]) -> Callable[[], Any]:
+        """Start Spark, call `source`, check the columns (in `initialize`, so that a
+        mistake stops the run at once); return what the fetch thread calls to plan
+        the partitions: a fetcher (``name``, ``num_partitions``, ``fetch(p)``).
+        Override to feed the spout from somewhere else (see `ListFetcher`)."""
+        global _session_created
+        app_name = f"storm-zmq {self._stormid or self.component_name}".strip()
+        self.spark, created = build_session(conf, app_name, self.who)
+        if created:
+            with _session_lock:
+                _session_created = True
+        df = _call_source(self, self.spark, self.who)
+        df = shape_dataframe(df, _declared_fields(type(self)) or [], self.who)
+        self.columns = list(df.columns)
+        spark, mode = self.spark, self.fetch
+        return lambda: make_fetcher(spark, df, mode)
+
+    def cleanup(self) -> None:
+        global _session_users, _session_created
+        thread = getattr(self, "_thread", None)
+        if thread is None:  # initialize() did not get that far
+            return
+        self._stopping.set()
+        self._demand.release()
+        self._wake.set()
+        thread.join(2.0)
+        with _session_lock:
+            _session_users -= 1
+            last = _session_users == 0 and _session_created
+            if last:
+                _session_created = False
+        spark = getattr(self, "spark", None)
+        if last and spark is not None:
+            stop_session(spark)
+
+    # -- the fetch thread -------------------------------------------------------------------
+
+    def _fetch_loop(self, plan: Callable[[], Any]) -> None:
+        """The fetch thread: plan, then fetch this task's partitions one ahead of the
+        executor thread, then free what it is done with until the spout stops."""
+        doing = "planning the DataFrame"
+        try:
+            fetcher = plan()
+            mine = partitions_for_task(fetcher.num_partitions, self.task_index, self.task_count)
+            self._inbox.append(("plan", fetcher.name, fetcher.num_partitions, mine))
+            for partition in mine:
+                doing = "freeing rows"
+                while not self._demand.acquire(blocking=False):
+                    self._idle()
+                    if self._stopping.is_set():
+                        return
+                if self._stopping.is_set():
+                    return
+                doing = f"fetching partition {partition}"
+                started = time.monotonic()
+                rows = fetcher.fetch(partition)
+                self._inbox.append(("rows", partition, rows, time.monotonic() - started))
+            doing = "freeing rows"
+            while not self._stopping.is_set():
+                self._idle()
+        except BaseException as exc:
+            if self._stopping.is_set():
+                return
+            error = SparkSpoutError(f"{self.who}: {doing} failed: {_short(exc)}")
+            error.__cause__ = exc
+            self._inbox.append(("error", error))
+
+    def _idle(self) -> None:
+        """Sleep until the executor thread wants something (no polling: every wake-up
+        would take the GIL from the threads moving tuples), then free the rows of
+        finished partitions a slice at a time, so that the GIL passes to the
+        executor thread in between (freeing takes ~0.1 s per million rows)."""
+        self._wake.wait(1.0)
+        self._wake.clear()
+        trash = self._trash
+        while trash:
+            rows = trash.popleft()
+            if isinstance(rows, list):
+                while rows:
+                    del rows[-8192:]
+
+    # -- the executor thread --------------------------------------------------------------
+
+    def _take_inbox(self) -> None:
+        inbox = self._inbox
+        while inbox:
+            message = inbox.popleft()
+            kind = message[0]
+            if kind == "rows":
+                _, partition, rows, secs = message
+                self.logger.debug("%s: fetched partition %d: %d rows in %.2f s",
+                                  self.who, partition, len(rows), secs)
+                self._ready.append((partition, rows))
+            elif kind == "plan":
+                _, self._fetch_name, self._num_partitions, mine = message
+                self._ledger = PartitionLedger(mine, self.max_fails)
+                self.logger.info(
+                    "%s: the DataFrame has %d partition(s); this task (%d of %d) streams %s "
+                    "(fetch: %s, %s)", self.who, self._num_partitions, self.task_index + 1,
+                    self.task_count, describe_partitions(mine) or "none", self._fetch_name,
+                    "reliable" if self.reliable else "unreliable",
+                )
+            else:
+                raise message[1]
+
+    def _advance(self) -> bool:
+        """Make the next fetched partition current; False when none is there yet."""
+        ledger = self._ledger
+        assert ledger is not None
+        while self._ready:
+            partition, rows = self._ready.popleft()
+            self._demand.release()  # the thread may fetch the one after
+            self._wake.set()
+            if ledger.open(partition, len(rows)):
+                continue  # empty partition: done at once
+            self._rows[partition] = rows
+            self._current = partition
+            return True
+        return False
+
+    def _finish_current(self) -> None:
+        """The current partition was emitted whole: keep only its outstanding rows."""
+        ledger = self._ledger
+        assert ledger is not None and self._current is not None
+        partition, self._current = self._current, None
+        rows = self._rows.pop(partition)
+        if not ledger.is_done(partition):
+            self._rows[partition] = {r: rows[r] for r in ledger.outstanding(partition)}
+        self._trash.append(rows)  # the fetch thread frees them
+        self._wake.set()
+
+    def next_tuple(self) -> None:
+        if self._inbox:
+            self._take_inbox()
+        ledger = self._ledger
+        if ledger is None:
+            return
+        emit = self.emit
+        budget = self._emit_batch
+        if self.reliable:
+            if self._max_pending is not None:
+                budget = min(budget, self._max_pending - ledger.in_flight)
+            while budget > 0:
+                item = ledger.take_replay()
+                if item is None:
+                    break
+                emit(self._rows[item[0]][item[1]], tup_id=item)
+                budget -= 1
+        while budget > 0 and (self._current is not None or self._advance()):
+            partition = self._current
+            assert partition is not None
+            rows = self._rows[partition]
+            taken = ledger.take_new(partition, budget, track=self.reliable)
+            if self.first_emit_at is None and taken:
+                self.first_emit_at = time.monotonic()
+            if self.reliable:
+                for row in taken:
+                    emit(rows[row], tup_id=(partition, row))
+            else:
+                for row in taken:
+                    emit(rows[row])
+            budget -= len(taken)
+            if ledger.fully_emitted(partition):
+                self._finish_current()
+        now = time.monotonic()
+        if now >= self._next_progress:
+            self._next_progress = now + self.progress_secs
+            self.logger.info("%s", self.progress_line(now))
+        if ledger.all_done and not self._reported:
+            self._reported = True
+            self.done_at = now
+            self.logger.info("%s", self.summary_line(now))
+            self.report_exhausted()
+
+    def ack(self, tup_id: Any) -> None:
+        ledger = self._ledger
+        if ledger is None:
+            return
+        partition = tup_id[0]
+        acked = ledger.rows_acked
+        if ledger.ack(partition, tup_id[1]):
+            self._rows.pop(partition, None)
+        elif ledger.rows_acked != acked and partition != self._current:
+            # emitted whole: only its outstanding rows are kept, and this one is not
+            rows = self._rows.get(partition)
+            if rows is not None:
+                rows.pop(tup_id[1], None)
+
+    def fail(self, tup_id: Any) -> None:
+        ledger = self._ledger
+        if ledger is None:
+            return
+        partition, row = tup_id[0], tup_id[1]
+        given_up = ledger.given_up
+        ledger.fail(partition, row)
+        if ledger.given_up != given_up:
+            self.logger.warning("%s: giving up on row %d of partition %d after %d failures",
+                                self.who, row, partition, ledger.max_fails)
+            if ledger.is_done(partition):
+                self._rows.pop(partition, None)
+            elif partition != self._current:
+                self._rows.get(partition, {}).pop(row, None)
+
+    # -- progress -----------------------------------------------------------------------------
+
+    def progress_line(self, now: float | None = None) -> str:
+        now = time.monotonic() if now is None else now
+        ledger = self._ledger
+        if ledger is None:
+            return f"{self.who}: planning the DataFrame ({now - self._started_at:.0f} s)"
+        estimate = ledger.rows_estimate()
+        total = "?" if estimate is None else (
+            f"{estimate}" if ledger.partitions_opened == ledger.partitions_total else f"~{estimate}"
+        )
+        rate = ""
+        if self._last_progress is not None:
+            then, done_then = self._last_progress
+            if now > then:
+                rate = f", {(ledger.rows_acked - done_then) / (now - then):.0f} rows/s"
+        self._last_progress = (now, ledger.rows_acked)
+        extra = ""
+        if self.reliable:
+            extra = f", {ledger.in_flight} in flight, {ledger.replayed} replayed"
+            if ledger.given_up:
+                extra += f", {ledger.given_up} given up"
+        return (
+            f"{self.who}: {ledger.rows_acked}/{total} rows and "
+            f"{ledger.partitions_done}/{ledger.partitions_total} partitions done{extra}{rate}"
+        )
+
+    def summary_line(self, now: float) -> str:
+        ledger = self._ledger
+        assert ledger is not None
+        start = self.first_emit_at or self._started_at
+        secs = max(now - start, 1e-9)
+        extra = f", {ledger.replayed} replayed" if self.reliable else ""
+        if ledger.given_up:
+            extra += f", {ledger.given_up} given up"
+        return (
+            f"{self.who}: all {ledger.partitions_total} partition(s) done: {ledger.rows_acked} rows "
+            f"in {secs:.1f} s ({ledger.rows_acked / secs:.0f} rows/s){extra}"
+        )
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _short(exc: BaseException, limit: int = 600) -> str:
+    """``Type: first lines of the message``: py4j errors carry whole Java stacks."""
+    text = str(exc).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    head = lines[0] if lines else ""
+    if len(head) > limit:
+        head = head[:limit] + " …"
+    return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
+
+
+def _call_source(spout: SparkSpout, spark: Any, who: str) -> Any:
+    try:
+        df = spout.source(spark)
+    except Exception as exc:
+        raise SparkSpoutError(f"{who}: source() raised {_short(exc)}") from exc
+    if not hasattr(df, "schema") or not hasattr(df, "columns"):
+        raise SparkSpoutError(f"{who}: source() must return a Spark DataFrame, got {type(df).__name__}")
+    return df
+
+
+def shape_dataframe(df: Any, fields: Sequence[str], who: str) -> Any:
+    """`df` with the spout's output fields as its columns, its column types checked.
+    No fields: the columns as they are. Fields that are all columns: those, in that
+    order. As many fields as columns: the columns renamed."""
+    columns = list(df.columns)
+    if not columns:
+        raise SparkSpoutError(f"{who}: the DataFrame from source() has no columns")
+    if fields:
+        if set(fields) <= set(columns):
+            df = df.select(*fields)
+        elif len(fields) == len(columns):
+            df = df.toDF(*fields)
+        else:
+            raise SparkSpoutError(
+                f"{who}: outputs {list(fields)} are neither columns of the DataFrame nor one "
+                f"name per column; its columns are {columns}"
+            )
+    problems = column_problems(df.schema)
+    if problems:
+        raise SparkSpoutError(f"{who}: " + "; ".join(problems))
+    return df
+
+
+def _declared_fields(cls: type) -> list[str] | None:
+    """The default stream's fields `cls` declares, or None when it leaves them to
+    the DataFrame (no outputs, or outputs derived for a parent class)."""
+    for klass in cls.__mro__:
+        if "outputs" in vars(klass):
+            if vars(klass).get("_outputs_from_source") and klass is not cls:
+                return None
+            outputs = vars(klass)["outputs"]
+            break
+    else:  # pragma: no cover - Component defines outputs
+        return None
+    if not outputs:
+        return None
+    fields: list[str] = []
+    for output in outputs:
+        if isinstance(output, str):
+            fields.append(output)
+        elif isinstance(output, Stream) and output.name == DEFAULT_STREAM:
+            fields.extend(output.fields)
+    return fields or None
+
+
+def _class_key(cls: type) -> str:
+    module = re.sub(r"^_storm_zmq_topology_\d+_", "", cls.__module__)
+    return hashlib.sha1(f"{module}:{cls.__qualname__}".encode()).hexdigest()[:16]
+
+
+def _derive_columns(cls: type[SparkSpout], config: dict[str, Any] | None) -> list[str]:
+    """The columns of `cls`'s DataFrame, for a topology that does not declare them:
+    from this process's cache, the environment (`COLUMNS_ENV`, set by the process
+    that spawned this one), or by calling `source` in a local session, which is
+    stopped again unless the process already had one."""
+    key = _class_key(cls)
+    if key in _derived_columns:
+        return _derived_columns[key]
+    try:
+        inherited = json.loads(os.environ.get(COLUMNS_ENV, "{}"))
+    except ValueError:
+        inherited = {}
+    columns = inherited.get(key)
+    if not (isinstance(columns, list) and columns and all(isinstance(c, str) for c in columns)):
+        columns = _columns_from_spark(cls, dict(config or {}))
+    _derived_columns[key] = columns
+    inherited[key] = columns
+    os.environ[COLUMNS_ENV] = json.dumps(inherited)
+    return columns
+
+
+def _columns_from_spark(cls: type[SparkSpout], config: dict[str, Any]) -> list[str]:
+    who = f"spark spout {cls.__name__}"
+    conf = {**config, "spark.master": "local[1]", "spark.ui.enabled": False}
+    spark, created = build_session(conf, f"storm-zmq columns of {cls.__name__}", who)
+    try:
+        spout = cls(collector=None, name=cls.__name__, task=0)
+        spout.storm_conf = config
+        spout.task_index, spout.task_count = 0, 1
+        df = _call_source(spout, spark, f"{who} (learning its output fields; declare `outputs` "
+                                        "to skip this)")
+        df = shape_dataframe(df, [], who)
+        return list(df.columns)
+    finally:
+        if created:
+            stop_session(spark, shutdown_gateway=True)

@@ -1,0 +1,181 @@
+"""The Spark spout in-process on a real local SparkSession (the shared one of
+conftest.py), through `SpoutHarness`: every fetch mode, derived outputs, the values
+of nested types, and the errors a user can make."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from storm_zmq.spark import SparkSpout, SparkSpoutError
+from storm_zmq.spark.fetch import have_pyarrow
+from storm_zmq.testing import SpoutHarness
+
+pytestmark = pytest.mark.slow
+
+MODES = ["rows", "filter"] + (["arrow"] if have_pyarrow() else [])
+
+
+def drive(harness: SpoutHarness, fail_first: set[Any] = frozenset(), timeout: float = 60) -> None:
+    """next_tuple until exhausted, acking everything except the first emit of the
+    ids in `fail_first`, which fails."""
+    failed: set[Any] = set()
+    deadline = time.monotonic() + timeout
+    while not harness.exhausted:
+        assert time.monotonic() < deadline, "the spout never reported exhausted"
+        emits = harness.next_tuple()
+        for emit in emits:
+            if emit.tup_id in fail_first and emit.tup_id not in failed:
+                failed.add(emit.tup_id)
+                harness.fail(emit.tup_id)
+            elif emit.tup_id is not None:
+                harness.ack(emit.tup_id)
+        if not emits:
+            time.sleep(0.002)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_row_once_with_replays_in_each_fetch_mode(spark: Any, mode: str) -> None:
+    from pyspark.sql import functions as F
+
+    class Numbers(SparkSpout):
+        fetch = mode
+        outputs = ["n", "square"]
+
+        def source(self, spark):
+            return spark.range(0, 500, 1, 5).select(F.col("id").alias("n"), (F.col("id") ** 2).cast("long").alias("square"))
+
+    harness = SpoutHarness(Numbers, {"topology.max.spout.pending": 64})
+    drive(harness, fail_first={(0, 3), (4, 99), (2, 0)})
+    firsts = {}
+    for emit in harness.emits:
+        firsts.setdefault(emit.tup_id, emit.values)
+        assert emit.values == firsts[emit.tup_id], "a replay emits the same values"
+    assert sorted(v[0] for v in firsts.values()) == list(range(500))
+    assert all(v[1] == v[0] ** 2 for v in firsts.values())
+    assert {p for p, _ in firsts} == set(range(5)), "ids are (partition, row)"
+    assert len(harness.emits) == 503
+    assert harness.component._ledger.replayed == 3
+    harness.component.cleanup()
+
+
+def test_outputs_default_to_the_columns_and_may_select_or_rename(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    def frame(spark):
+        return spark.range(3).select(F.col("id").alias("a"), (F.col("id") + 10).alias("b"), F.lit("x").alias("c"))
+
+    class Columns(SparkSpout):
+        def source(self, spark):
+            return frame(spark)
+
+    class Selected(Columns):
+        outputs = ["c", "a"]
+
+    class Renamed(Columns):
+        outputs = ["x", "y", "z"]
+
+    assert Columns.spec().outputs["default"].fields == ("a", "b", "c")  # from source()
+    results = {}
+    for cls in (Columns, Selected, Renamed):
+        harness = SpoutHarness(cls)
+        drive(harness)
+        results[cls.__name__] = (harness.output_fields["default"], sorted(tuple(e.values) for e in harness.emits))
+        harness.component.cleanup()
+    assert results["Columns"] == (("a", "b", "c"), [(0, 10, "x"), (1, 11, "x"), (2, 12, "x")])
+    assert results["Selected"] == (("c", "a"), [("x", 0), ("x", 1), ("x", 2)])
+    assert results["Renamed"] == (("x", "y", "z"), [(0, 10, "x"), (1, 11, "x"), (2, 12, "x")])
+
+    class Wrong(Columns):
+        outputs = ["a", "nope"]
+
+    with pytest.raises(SparkSpoutError, match=r"outputs \['a', 'nope'\] are neither columns .* \['a', 'b', 'c'\]"):
+        SpoutHarness(Wrong, name="wrong")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nested_values_arrive_as_plain_python(spark: Any, mode: str) -> None:
+    class Nested(SparkSpout):
+        fetch = mode
+
+        def source(self, spark):
+            return spark.sql(
+                "SELECT CAST(1 AS INT) AS i, 2.5D AS d, true AS b, 'é' AS s, X'00FF' AS raw, "
+                "array(1, 2) AS arr, map('k', 1) AS m, named_struct('x', 1, 'y', array('a')) AS st, "
+                "CAST(NULL AS STRING) AS nothing"
+            )
+
+    harness = SpoutHarness(Nested)
+    drive(harness)
+    assert [e.values for e in harness.emits] == [
+        [1, 2.5, True, "é", b"\x00\xff", [1, 2], {"k": 1}, {"x": 1, "y": ["a"]}, None]
+    ]
+    assert type(harness.emits[0].values[4]) is bytes
+    harness.component.cleanup()
+
+
+@pytest.mark.parametrize("column, kind", [
+    ("CAST(1.5 AS DECIMAL(10,2)) AS price", "decimal"),
+    ("current_timestamp() AS at", "timestamp"),
+    ("array(current_date()) AS days", "date"),
+])
+def test_a_column_a_tuple_cannot_carry_is_refused_up_front(spark: Any, column: str, kind: str) -> None:
+    name = column.rsplit(" ", 1)[1]
+
+    class Typed(SparkSpout):
+        outputs = ["ok", name]
+
+        def source(self, spark):
+            return spark.sql(f"SELECT 1 AS ok, {column}")
+
+    with pytest.raises(SparkSpoutError, match=rf"spark spout 'typed' task 1: column '{name}' has .*msgpack has no {kind}; cast it in source\(\)"):
+        SpoutHarness(Typed, name="typed")
+
+    class Undeclared(Typed):  # the columns are learned when the topology is declared
+        outputs = ()
+
+    with pytest.raises(SparkSpoutError, match=rf"spark spout Undeclared: column '{name}' has .*msgpack has no {kind}"):
+        Undeclared.spec()
+
+
+def test_a_source_that_raises_names_the_spout_and_the_cause(spark: Any) -> None:
+    class Broken(SparkSpout):
+        outputs = ["x"]
+
+        def source(self, spark):
+            return spark.read.parquet("/nonexistent/storm-zmq/data.parquet")
+
+    with pytest.raises(SparkSpoutError, match=r"spark spout 'broken' task 1: source\(\) raised AnalysisException: .*PATH_NOT_FOUND") as info:
+        SpoutHarness(Broken, name="broken")
+    assert info.value.__cause__ is not None, "the original exception is chained"
+
+
+def test_a_job_that_fails_mid_stream_stops_the_spout_with_a_clear_error(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    class Failing(SparkSpout):
+        def source(self, spark):
+            return spark.range(0, 40, 1, 4).select(
+                F.when(F.col("id") == 25, F.raise_error(F.lit("row 25 is poisoned"))).otherwise(F.col("id")).alias("id")
+            )
+
+    harness = SpoutHarness(Failing, name="failing")
+    with pytest.raises(SparkSpoutError, match="spark spout 'failing' task 1: fetching partition 2 failed: .*row 25 is poisoned"):
+        drive(harness)
+    assert sorted(e.values[0] for e in harness.emits) == list(range(20)), "partitions 0 and 1 came through"
+    harness.component.cleanup()
+
+
+def test_java_missing_stops_initialize(spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    class Any_(SparkSpout):
+        outputs = ["x"]
+
+        def source(self, spark):  # pragma: no cover - never reached
+            return spark.range(1)
+
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SparkSpoutError, match="spark spout 'lines' task 1: Java not found"):
+        SpoutHarness(Any_, name="lines")

@@ -1,0 +1,248 @@
+"""The Spark spout without Spark: partitions from a `ListFetcher`, driven through
+`SpoutHarness` (or a fake collector, for several tasks), and its helpers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from storm_zmq.spark import ListFetcher, SparkSpout, SparkSpoutError
+from storm_zmq.spark import spout as spout_module
+from storm_zmq.spark.session import check_java, spark_conf
+from storm_zmq.testing import SpoutHarness
+
+PARTITIONS = [[(p * 100 + r, f"w{p}-{r}") for r in range(size)] for p, size in enumerate([5, 0, 7, 3])]
+ALL_ROWS = sorted(row for part in PARTITIONS for row in part)
+
+
+class MemorySpout(SparkSpout):
+    outputs = ["n", "word"]
+    progress_secs = 0.0
+
+    def open_source(self, conf, context):
+        return lambda: ListFetcher(PARTITIONS)
+
+
+def drive(harness: SpoutHarness, respond: Any = None, timeout: float = 10.0) -> None:
+    """next_tuple until exhausted; `respond(emit)` acks or fails each emit (default:
+    ack)."""
+    deadline = time.monotonic() + timeout
+    while not harness.exhausted:
+        assert time.monotonic() < deadline, "the spout never reported exhausted"
+        emits = harness.next_tuple()
+        for emit in emits:
+            if emit.tup_id is None:
+                continue
+            if respond is None:
+                harness.ack(emit.tup_id)
+            else:
+                respond(emit)
+        if not emits:
+            time.sleep(0.001)
+
+
+def test_rows_are_emitted_with_partition_and_row_ids_and_exhaust_after_all_acks() -> None:
+    harness = SpoutHarness(MemorySpout)
+    drive(harness)
+    assert sorted(tuple(e.values) for e in harness.emits) == ALL_ROWS
+    ids = [e.tup_id for e in harness.emits]
+    assert len(set(ids)) == len(ids) == len(ALL_ROWS)
+    for e in harness.emits:
+        partition, row = e.tup_id
+        assert tuple(e.values) == PARTITIONS[partition][row]
+    spout = harness.component
+    assert spout._rows == {}, "nothing kept once every partition is done"
+    harness.component.cleanup()
+
+
+def test_failed_rows_are_replayed_and_exhaustion_waits_for_them() -> None:
+    harness = SpoutHarness(MemorySpout)
+    failed: set[Any] = set()
+    held: list[Any] = []
+
+    def respond(emit: Any) -> None:
+        if emit.tup_id[1] % 2 == 0 and emit.tup_id not in failed:
+            failed.add(emit.tup_id)
+            harness.fail(emit.tup_id)
+        elif emit.tup_id == (2, 1) and not held:
+            held.append(emit.tup_id)  # in flight for a while
+        else:
+            harness.ack(emit.tup_id)
+
+    deadline = time.monotonic() + 5
+    while not held or len(harness.emits) < len(ALL_ROWS) + len(failed):
+        assert time.monotonic() < deadline
+        for emit in harness.next_tuple():
+            respond(emit)
+    harness.next_tuple(5)
+    assert not harness.exhausted, "a row still in flight keeps the spout going"
+    spout = harness.component
+    assert spout._rows == {2: {1: PARTITIONS[2][1]}}, "only the outstanding row is kept"
+    harness.ack(held[0])
+    drive(harness, respond)
+    emitted = [e.tup_id for e in harness.emits]
+    assert sorted(set(emitted)) == sorted({(p, r) for p, part in enumerate(PARTITIONS) for r in range(len(part))})
+    assert len(emitted) == len(ALL_ROWS) + len(failed)
+    assert all(emitted.count(i) == 2 for i in failed)
+    assert spout._ledger.replayed == len(failed)
+    harness.component.cleanup()
+
+
+def test_a_late_ack_of_a_failed_row_does_not_lose_its_replay() -> None:
+    harness = SpoutHarness(MemorySpout)
+    deadline = time.monotonic() + 5
+    while len(harness.emits) < len(ALL_ROWS):  # every partition emitted whole
+        assert time.monotonic() < deadline
+        harness.next_tuple()
+    harness.fail((0, 2))
+    harness.ack((0, 2))  # e.g. the tuple timed out, then its ack came after all
+    for emit in list(harness.emits):
+        if emit.tup_id != (0, 2):
+            harness.ack(emit.tup_id)
+    drive(harness)
+    assert [tuple(e.values) for e in harness.emits].count(PARTITIONS[0][2]) == 2
+    harness.component.cleanup()
+
+
+def test_max_spout_pending_is_held_per_task() -> None:
+    harness = SpoutHarness(MemorySpout, {"topology.max.spout.pending": 4})
+    deadline = time.monotonic() + 5
+    while len(harness.emits) < 4:
+        assert time.monotonic() < deadline
+        harness.next_tuple()
+    harness.next_tuple(3)
+    assert len(harness.emits) == 4
+    harness.ack(harness.emits[0].tup_id)
+    harness.next_tuple(3)
+    assert len(harness.emits) == 5
+    harness.component.cleanup()
+
+
+def test_unreliable_mode_emits_without_ids_and_is_done_once_emitted() -> None:
+    class Unreliable(MemorySpout):
+        reliable = False
+
+    harness = SpoutHarness(Unreliable)
+    drive(harness)
+    assert [e.tup_id for e in harness.emits] == [None] * len(ALL_ROWS)
+    assert sorted(tuple(e.values) for e in harness.emits) == ALL_ROWS
+    harness.component.cleanup()
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.emits: list[tuple[Any, Any]] = []
+        self.exhausted = False
+
+    def emit(self, values, stream, anchors, tup_id, direct_task, need_task_ids):  # noqa: ANN001
+        self.emits.append((tuple(values), tup_id))
+
+    def report_exhausted(self) -> None:
+        self.exhausted = True
+
+
+def test_tasks_share_the_partitions_p_mod_n() -> None:
+    tasks = {"2": "spout", "3": "other", "5": "spout", "9": "spout"}
+    seen: dict[int, set[int]] = {}
+    for task in (2, 5, 9):
+        collector = _Collector()
+        spout = MemorySpout(collector=collector, name="spout", task=task)
+        spout.initialize({}, {"taskid": task, "componentid": "spout", "task->component": tasks})
+        deadline = time.monotonic() + 5
+        while not collector.exhausted:
+            assert time.monotonic() < deadline
+            spout.next_tuple()
+            for _, tup_id in collector.emits:
+                spout.ack(tup_id)
+        seen[task] = {tup_id[0] for _, tup_id in collector.emits}
+        spout.cleanup()
+    assert seen == {2: {0, 3}, 5: set(), 9: {2}}  # 5 has partition 1, which is empty
+
+
+def test_progress_is_logged_with_rows_and_partitions(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    harness = SpoutHarness(MemorySpout, name="words")
+    drive(harness)
+    text = caplog.text
+    assert "spark spout 'words' task 1: the DataFrame has 4 partition(s)" in text
+    assert "rows and" in text and "/4 partitions done" in text
+    assert f"all 4 partition(s) done: {len(ALL_ROWS)} rows" in text
+    assert harness.component.progress_line().startswith(f"spark spout 'words' task 1: {len(ALL_ROWS)}/{len(ALL_ROWS)} rows and 4/4 partitions done")
+    harness.component.cleanup()
+
+
+def test_next_tuple_never_waits_for_a_slow_fetch() -> None:
+    release = threading.Event()
+
+    class Slow(ListFetcher):
+        def fetch(self, partition):
+            release.wait(10)
+            return super().fetch(partition)
+
+    class SlowSpout(MemorySpout):
+        def open_source(self, conf, context):
+            return lambda: Slow(PARTITIONS)
+
+    harness = SpoutHarness(SlowSpout)
+    started = time.monotonic()
+    harness.next_tuple(50)
+    assert time.monotonic() - started < 0.5 and not harness.emits
+    release.set()
+    drive(harness)
+    assert len(harness.emits) == len(ALL_ROWS)
+    harness.component.cleanup()
+
+
+def test_a_failing_fetch_surfaces_in_next_tuple_naming_spout_and_partition() -> None:
+    class Broken(ListFetcher):
+        def fetch(self, partition):
+            if partition == 2:
+                raise OSError("the executor went away")
+            return super().fetch(partition)
+
+    class BrokenSpout(MemorySpout):
+        def open_source(self, conf, context):
+            return lambda: Broken(PARTITIONS)
+
+    harness = SpoutHarness(BrokenSpout, name="lines")
+    with pytest.raises(SparkSpoutError, match=r"spark spout 'lines' task 1: fetching partition 2 failed: OSError: the executor went away"):
+        drive(harness)
+    harness.component.cleanup()
+
+
+def test_columns_handed_down_by_the_spawning_process_need_no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Derived(SparkSpout):
+        def source(self, spark):  # pragma: no cover - never called here
+            raise AssertionError("source() must not run when the columns are known")
+
+    key = spout_module._class_key(Derived)
+    monkeypatch.setenv(spout_module.COLUMNS_ENV, json.dumps({key: ["a", "b"]}))
+    spec = Derived.spec()
+    assert spec.outputs["default"].fields == ("a", "b")
+
+    class Child(Derived):  # derived for the parent: the child derives its own
+        pass
+
+    assert spout_module._declared_fields(Child) is None
+
+
+def test_java_missing_is_a_clear_error(tmp_path: Any) -> None:
+    with pytest.raises(SparkSpoutError, match="spark spout 'x': Java not found: .*no java on PATH and no JAVA_HOME"):
+        check_java("spark spout 'x'", {"PATH": str(tmp_path)})
+    with pytest.raises(SparkSpoutError, match="JAVA_HOME is .* not an executable"):
+        check_java("spark spout 'x'", {"JAVA_HOME": str(tmp_path), "PATH": ""})
+
+
+def test_spark_keys_of_the_storm_conf_go_to_the_session() -> None:
+    settings = spark_conf({"spark.master": "spark://h:7077", "spark.executor.memory": "2g",
+                           "spark.sql.shuffle.partitions": 4, "spark.eventLog.enabled": True,
+                           "topology.workers": 2, "spark.ui.showConsoleProgress": None}, "app")
+    assert settings == {"spark.master": "spark://h:7077", "spark.app.name": "app",
+                        "spark.executor.memory": "2g", "spark.sql.shuffle.partitions": "4",
+                        "spark.eventLog.enabled": "true"}
+    assert spark_conf({}, "app")["spark.master"] == "local[*]"
