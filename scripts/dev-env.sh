@@ -19,8 +19,13 @@ stamp="$venv/.storm-zmq-installed"
 want=$(cat "$root/setup.cfg" "$root/pyproject.toml" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "installing storm-zmq and its dependencies into $venv (first run takes a few minutes)" >&2
-    "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
-    "$venv/bin/python" -m pip install --quiet -e "$root[test]" >&2
+    log="$venv/install.log"
+    if ! { "$venv/bin/python" -m pip install --upgrade pip \
+           && "$venv/bin/python" -m pip install -e "$root[test]"; } > "$log" 2>&1; then
+        tail -n 40 "$log" >&2
+        echo "installing storm-zmq failed; the whole log is $log" >&2
+        exit 1
+    fi
     echo "$want" > "$stamp"
 fi
 echo "$venv/bin/python"

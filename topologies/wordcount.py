@@ -10,7 +10,7 @@ from storm_zmq import Grouping, Topology
 
 
 class WordCount(Topology):
-    config = {"topology.max.spout.pending": 5000}
+    config = {"topology.max.spout.pending": 1000}
     sentence_spout = SentenceSpout.spec(par=1)
     split_bolt = SplitSentenceBolt.spec(inputs=[sentence_spout], par=2)
     count_bolt = WordCountBolt.spec(inputs={split_bolt: Grouping.fields("word")}, par=2)
