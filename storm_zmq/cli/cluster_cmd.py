@@ -8,10 +8,12 @@ ZooKeeper is one clear error line and exit 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
@@ -56,6 +58,16 @@ def _state(conf: dict[str, Any]) -> Any:
         return ClusterState(conf).start(timeout=conf["storm.zookeeper.connection.timeout"] / 1000)
     except ClusterUnavailable as exc:
         raise UsageError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def _cluster(args: argparse.Namespace) -> Iterator[Any]:
+    """The cluster state for a one-shot command, closed afterwards."""
+    state = _state(load_config_from_args(args))
+    try:
+        yield state
+    finally:
+        state.stop()
 
 
 def _daemon(args: argparse.Namespace, factory: Any) -> int:
@@ -151,34 +163,24 @@ def submit_topology(args: argparse.Namespace) -> int:
 
 
 def kill_topology(args: argparse.Namespace) -> int:
-    conf = load_config_from_args(args)
-    state = _state(conf)
-    try:
+    with _cluster(args) as state:
         topology_id, record = _find(state, args.name)
         wait = args.wait if args.wait is not None else float(record["conf"]["topology.message.timeout.secs"])
         state.set_topology(topology_id, {**record, "status": "killed", "kill_at": time.time() + wait})
-    finally:
-        state.stop()
     print(f"killed {args.name!r} ({topology_id}): deactivated; removed in {wait:g} s")
     return 0
 
 
 def set_status(args: argparse.Namespace) -> int:
-    conf = load_config_from_args(args)
-    state = _state(conf)
-    try:
+    with _cluster(args) as state:
         topology_id, record = _find(state, args.name)
         state.set_topology(topology_id, {**record, "status": args.status})
-    finally:
-        state.stop()
     print(f"{args.name!r} is {args.status}")
     return 0
 
 
 def rebalance_topology(args: argparse.Namespace) -> int:
-    conf = load_config_from_args(args)
-    state = _state(conf)
-    try:
+    with _cluster(args) as state:
         topology_id, record = _find(state, args.name)
         if args.num_workers is not None and args.num_workers < 1:
             raise UsageError(f"-n/--num-workers must be at least 1, got {args.num_workers}")
@@ -189,16 +191,12 @@ def rebalance_topology(args: argparse.Namespace) -> int:
         workers = args.num_workers or record["num_workers"]
         state.set_topology(topology_id, {**record, "status": "active", "num_workers": workers,
                                          "rebalance": True})
-    finally:
-        state.stop()
     print(f"rebalancing {args.name!r} over {workers} workers")
     return 0
 
 
 def list_topologies(args: argparse.Namespace) -> int:
-    conf = load_config_from_args(args)
-    state = _state(conf)
-    try:
+    with _cluster(args) as state:
         rows = []
         for topology_id in state.topologies():
             record = state.get_topology(topology_id)
@@ -207,8 +205,6 @@ def list_topologies(args: argparse.Namespace) -> int:
             uptime = time.time() - record["launch_time"]
             rows.append((record["name"], record["status"], str(record["num_workers"]),
                          f"{uptime:,.0f}s", topology_id))
-    finally:
-        state.stop()
     if not rows:
         print("no topologies")
         return 0
