@@ -506,6 +506,11 @@ class SpoutExecutor(Executor):
         return len(self.pending)
 
     @property
+    def exhausted_tasks(self) -> int:
+        """Tasks of this executor whose spout called report_exhausted()."""
+        return len(self._exhausted_tasks)
+
+    @property
     def exhausted(self) -> bool:
         return len(self._exhausted_tasks) == len(self.components)
 

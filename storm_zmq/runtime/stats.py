@@ -9,7 +9,7 @@ from typing import Any
 from storm_zmq.runtime.assignment import ACKER
 
 _COUNTERS = ("emitted", "executed", "acked", "failed", "malformed", "queued", "pending",
-             "spout_tasks", "exhausted_tasks")
+             "exhausted_tasks")
 
 
 class RunStats:

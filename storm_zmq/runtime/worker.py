@@ -290,7 +290,7 @@ class Worker:
             entry = components.setdefault(
                 executor.component,
                 {"emitted": 0, "executed": 0, "acked": 0, "failed": 0, "malformed": 0,
-                 "queued": 0, "pending": 0, "spout_tasks": 0, "exhausted_tasks": 0,
+                 "queued": 0, "pending": 0, "exhausted_tasks": 0,
                  "latencies_ms": []},
             )
             entry["emitted"] += executor.emitted
@@ -301,8 +301,7 @@ class Worker:
             entry["queued"] += len(executor.incoming)
             if isinstance(executor, SpoutExecutor):
                 entry["pending"] += executor.pending_count
-                entry["spout_tasks"] += len(executor.components)
-                entry["exhausted_tasks"] += len(executor._exhausted_tasks)
+                entry["exhausted_tasks"] += executor.exhausted_tasks
                 samples, executor.complete_latencies_ms = executor.complete_latencies_ms, []
                 if len(samples) > LATENCY_SAMPLES_PER_REPORT:  # unbiased, not the first N
                     samples = random.sample(samples, LATENCY_SAMPLES_PER_REPORT)

@@ -106,7 +106,7 @@ def test_missing_counters_count_as_zero(stats: RunStats) -> None:
     stats.update(0, {"components": {"counter": {"executed": 3}}})
     assert stats.totals()["counter"] == {
         "emitted": 0, "executed": 3, "acked": 0, "failed": 0, "malformed": 0, "queued": 0,
-        "pending": 0, "spout_tasks": 0, "exhausted_tasks": 0,
+        "pending": 0, "exhausted_tasks": 0,
     }
 
 
