@@ -10,7 +10,8 @@ line was acked.
 Settings (topology config below; override with -o): ``spark.master`` and any other
 ``spark.*`` key go to the SparkSession; ``spark_wordcount.lines`` and
 ``.partitions`` size the data set; ``spark_wordcount.fail_every`` = k makes the
-splitter fail every k-th line once (replays at work).
+splitter fail every k-th line once (replays at work); ``spark_wordcount.progress_secs``
+is how often each spout task logs its progress.
 """
 
 from spark_parts.bolts import CountWordsBolt, SplitLinesBolt
@@ -26,6 +27,7 @@ class SparkWordCount(Topology):
         "spark_wordcount.lines": 20000,
         "spark_wordcount.partitions": 8,
         "spark_wordcount.fail_every": 0,
+        "spark_wordcount.progress_secs": 5.0,
         "spark_wordcount.output": "storm-local/spark_wordcount_counts.json",
     }
     lines_spout = LinesSpout.spec(par=2)

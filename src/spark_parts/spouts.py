@@ -17,5 +17,6 @@ class LinesSpout(SparkSpout):
 
     def source(self, spark):
         conf = self.storm_conf
+        self.progress_secs = float(conf.get("spark_wordcount.progress_secs", self.progress_secs))
         return lines(spark, int(conf.get("spark_wordcount.lines", 20000)),
                      int(conf.get("spark_wordcount.partitions", 8)))

@@ -48,6 +48,7 @@ def test_word_counts_equal_sparks_own_with_replays(spark: Any, tmp_path: Path) -
         tmp_path,
         "-o", f"spark_wordcount.lines={lines}", "-o", f"spark_wordcount.partitions={partitions}",
         "-o", f"spark_wordcount.fail_every={fail_every}", "-o", f"spark_wordcount.output={output}",
+        "-o", "spark_wordcount.progress_secs=0.2",  # a progress line however fast the run
     )
     assert result.returncode == 0, result.stderr[-5000:]
     assert "every spout is exhausted" in result.stdout
