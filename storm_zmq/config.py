@@ -113,6 +113,10 @@ SCHEMA: dict[str, Setting] = {
     "storm.messaging.zmq.send.timeout.ms": Setting(
         -1, "int", "How long send() blocks while the peer applies backpressure before "
         "raising SendTimeout; -1 blocks.", minimum=-1),
+    "storm.messaging.zmq.curve": Setting(
+        False, "bool", "Encrypt and authenticate worker-to-worker traffic with CURVE; "
+        "the key pair is made per topology at submit and reaches workers through "
+        "ZooKeeper (local runs make one per run)."),
     # --- plain TCP transport -------------------------------------------------------
     "storm.messaging.tcp.buffer_size": Setting(
         4194304, "int", "Socket send/receive buffer in bytes; 0 keeps the OS default.",
@@ -133,6 +137,10 @@ SCHEMA: dict[str, Setting] = {
     "storm.messaging.tcp.connect.timeout.ms": Setting(
         2000, "int", "Bound on one connection attempt before backing off and retrying.",
         minimum=1),
+    "storm.messaging.tcp.authentication": Setting(
+        False, "bool", "Mutual challenge-response (HMAC-SHA256) with the topology's "
+        "secret before a tcp connection carries frames (the idea of Storm's "
+        "storm.messaging.netty.authentication)."),
     # --- node ----------------------------------------------------------------------
     "storm.messaging.local.hwm": Setting(
         256, "int", "Batches queued per bound port of the in-process transport before "
@@ -150,6 +158,19 @@ SCHEMA: dict[str, Setting] = {
         None, "str", "Host name other workers use to reach this node; null detects it.",
         nullable=True),
     # --- ZooKeeper -----------------------------------------------------------------
+    "storm.zookeeper.auth.scheme": Setting(
+        None, "str", "ZooKeeper auth scheme of the daemons and clients (\"digest\"); "
+        "with it, cluster state is created under ACLs only its holders may change, "
+        "and topology secrets only they may read.", nullable=True),
+    "storm.zookeeper.auth.payload": Setting(
+        None, "str", "Credentials for storm.zookeeper.auth.scheme (\"user:password\" "
+        "for digest).", nullable=True),
+    "storm.zookeeper.topology.auth.scheme": Setting(
+        None, "str", "ZooKeeper auth scheme a topology's workers use; null: the "
+        "daemons' storm.zookeeper.auth.scheme.", nullable=True),
+    "storm.zookeeper.topology.auth.payload": Setting(
+        None, "str", "Credentials for storm.zookeeper.topology.auth.scheme.",
+        nullable=True),
     "storm.zookeeper.servers": Setting(
         ["localhost"], "list[str]", "ZooKeeper ensemble hosts (cluster mode only)."),
     "storm.zookeeper.port": Setting(2181, "int", "ZooKeeper client port.", **_PORT),
@@ -193,6 +214,21 @@ SCHEMA: dict[str, Setting] = {
     "supervisor.worker.shutdown.sleep.secs": Setting(
         5, "int", "How long a supervisor waits after asking a worker to stop before "
         "killing it.", minimum=0),
+    "worker.log.max.bytes": Setting(
+        10485760, "int", "A worker's log file is rotated when it reaches this size.",
+        minimum=1024),
+    "worker.log.backups": Setting(
+        5, "int", "Rotated log files kept per worker.", minimum=0),
+    "logviewer.port": Setting(
+        8000, "int", "HTTP port on which a supervisor serves its workers' logs "
+        "(storm-zmq logs reads them from there); 0 turns it off.", minimum=0,
+        maximum=65535),
+    "ui.host": Setting(
+        "127.0.0.1", "str", "Interface the web UI and its Prometheus endpoint bind "
+        "(Storm binds 0.0.0.0; this one is private unless asked)."),
+    "ui.port": Setting(
+        8080, "int", "Port of the web UI (storm-zmq ui, storm-zmq run --ui); it "
+        "serves Prometheus metrics at /metrics.", **_PORT),
     "worker.heartbeat.frequency.secs": Setting(
         1, "int", "How often a worker writes its heartbeat (local file and ZooKeeper).",
         minimum=1),
@@ -246,7 +282,8 @@ ORDERED_PAIRS: tuple[tuple[str, str], ...] = (
 )
 
 #: Namespaces in which an unknown key close to a known one is taken for a typo.
-_CHECKED_PREFIXES = ("storm.", "topology.", "supervisor.", "nimbus.")
+_CHECKED_PREFIXES = ("storm.", "topology.", "supervisor.", "nimbus.", "worker.", "ui.",
+                     "logviewer.")
 
 _HOME_LABEL = "~/.storm/storm.yaml"
 _CWD_LABEL = "conf/storm.yaml"

@@ -75,7 +75,8 @@ def test_schema_is_plain_data_with_docs() -> None:
         assert setting.kind in KINDS, key
         assert setting.doc.strip(), key
         assert setting.doc.strip().endswith((".", ")")), key
-        assert key.startswith(("storm.", "topology.", "supervisor.", "nimbus.", "worker.")), key
+        assert key.startswith(("storm.", "topology.", "supervisor.", "nimbus.", "worker.", "ui.",
+                               "logviewer.")), key
     for low, high in ORDERED_PAIRS:
         assert low in SCHEMA and high in SCHEMA
 
@@ -99,6 +100,7 @@ def test_defaults_are_storms_names_and_values() -> None:
         "storm.messaging.zmq.transfer.batch.size": 262144,
         "storm.messaging.zmq.max.frame.size": 16777216,
         "storm.messaging.zmq.send.timeout.ms": -1,
+        "storm.messaging.zmq.curve": False,
         "storm.messaging.tcp.buffer_size": 4194304,
         "storm.messaging.tcp.min_wait_ms": 100,
         "storm.messaging.tcp.max_wait_ms": 1000,
@@ -106,11 +108,16 @@ def test_defaults_are_storms_names_and_values() -> None:
         "storm.messaging.tcp.max.frame.size": 16777216,
         "storm.messaging.tcp.send.timeout.ms": -1,
         "storm.messaging.tcp.connect.timeout.ms": 2000,
+        "storm.messaging.tcp.authentication": False,
         "storm.messaging.local.hwm": 256,
         "storm.messaging.local.send.timeout.ms": -1,
         "supervisor.slots.ports": [6700, 6701, 6702, 6703],
         "storm.local.dir": "storm-local",
         "storm.local.hostname": None,
+        "storm.zookeeper.auth.scheme": None,
+        "storm.zookeeper.auth.payload": None,
+        "storm.zookeeper.topology.auth.scheme": None,
+        "storm.zookeeper.topology.auth.payload": None,
         "storm.zookeeper.servers": ["localhost"],
         "storm.zookeeper.port": 2181,
         "storm.zookeeper.root": "/storm",
@@ -127,6 +134,11 @@ def test_defaults_are_storms_names_and_values() -> None:
         "supervisor.worker.timeout.secs": 30,
         "supervisor.worker.start.timeout.secs": 120,
         "supervisor.worker.shutdown.sleep.secs": 5,
+        "worker.log.max.bytes": 10485760,
+        "worker.log.backups": 5,
+        "logviewer.port": 8000,
+        "ui.host": "127.0.0.1",
+        "ui.port": 8080,
         "worker.heartbeat.frequency.secs": 1,
         "topology.workers": 1,
         "topology.acker.executors": None,
