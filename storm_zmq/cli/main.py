@@ -10,13 +10,25 @@ import argparse
 import sys
 
 from storm_zmq import __version__
-from storm_zmq.cli import UsageError, cluster_cmd, config_cmd, run_cmd
+from storm_zmq.cli import (
+    UsageError,
+    cluster_cmd,
+    config_cmd,
+    logs_cmd,
+    quickstart_cmd,
+    run_cmd,
+    stats_cmd,
+    ui_cmd,
+    visualize_cmd,
+)
 from storm_zmq.config import ConfigError
 from storm_zmq.runtime.local import RunError
 from storm_zmq.topology import TopologyError
 
 #: Subcommand modules; each has ``add_parser(subparsers)`` that sets ``func``.
-SUBCOMMANDS = (run_cmd, cluster_cmd, config_cmd)
+SUBCOMMANDS = (
+    run_cmd, cluster_cmd, stats_cmd, ui_cmd, logs_cmd, quickstart_cmd, visualize_cmd, config_cmd,
+)
 
 #: Exceptions that are the user's to fix, reported without a traceback.
 USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, UsageError, RunError, TopologyError)
