@@ -16,6 +16,7 @@ bookkeeping lives in `storm_zmq.runtime.acking`.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import threading
@@ -67,6 +68,9 @@ _new = tuple.__new__
 #: A spout that emitted nothing waits this long for acks before calling next_tuple
 #: again (Storm's spout wait strategy), so an idle spout does not spin a core.
 IDLE_SPOUT_WAIT = 0.001
+
+#: Process-latency samples waiting for their ack, at most (unacked ones are dropped).
+MAX_OPEN_SAMPLES = 1000
 
 
 class RemoteBatch(list):
@@ -174,6 +178,12 @@ class TaskCollector:
     def ack(self, tup: Tuple) -> None:
         executor = self._executor
         executor.acked += 1
+        samples = executor._process_samples
+        if samples:
+            sample = samples.pop(id(tup), None)
+            if sample is not None and sample[0] is tup:
+                executor.process_ms_total += (time.perf_counter() - sample[1]) * 1000.0
+                executor.process_samples += 1
         tuple_id = tup.id
         if type(tuple_id) is TupleId and executor.acking:
             # XOR is associative: acks for one root within a batch fold into one
@@ -192,6 +202,7 @@ class TaskCollector:
     def report_error(self, exc: BaseException, tup: Tuple | None) -> None:
         self._executor.errors_reported += 1
         text = "".join(traceback.format_exception(exc))
+        self._executor.worker.record_error(self._component, self._task, text)
         log.error("component %r task %d reported an error%s:\n%s", self._component, self._task,
                   f" on tuple {tup!r}" if tup is not None else "", text)
 
@@ -224,9 +235,19 @@ class Executor(threading.Thread):
         self._max_buffered = int(worker.conf.get("topology.transfer.batch.size") or 1000)
         self.failure: ComponentFailed | None = None
         self.stop_requested = threading.Event()
-        # counters, read by the worker's stats loop
-        self.emitted = self.acked = self.failed = self.executed = 0
+        # counters, read by the worker's stats loop (metrics: docs/observability.md)
+        self.emitted = self.transferred = self.acked = self.failed = self.executed = 0
         self.malformed = self.errors_reported = 0
+        self.busy_secs = 0.0  # time spent running input batches through process()
+        self.process_ms_total = 0.0
+        self.process_samples = 0
+        # id(tuple) -> (tuple, perf_counter at arrival): process-latency samples
+        self._process_samples: dict[int, tuple[Tuple, float]] = {}
+        rate = float(worker.conf.get("topology.stats.sample.rate") or 0)
+        self._sample_every = max(1, round(1 / rate)) if rate > 0 else 0
+        # Backpressure (runtime/backpressure.py): where waiting could close a cycle.
+        self._cyclic_executors = worker.cyclic_executors(self.component)
+        self._cyclic_tasks = worker.cyclic_tasks(self.component)
         self._exhausted_tasks: set[int] = set()
         self.components: dict[int, Any] = {}
 
@@ -301,6 +322,7 @@ class Executor(threading.Thread):
         out_local = self._out_local
         tup = None
         payload = None
+        self.transferred += len(targets)
         for target in targets:
             where = location[target]
             if where >= 0:
@@ -323,6 +345,7 @@ class Executor(threading.Thread):
         self, source: int, route: _StreamRoute, values: Sequence[Any], target: int,
         roots: dict[int, int] | None,
     ) -> None:
+        self.transferred += 1
         where = self.worker.task_location[target]
         if where >= 0:
             tuple_id = TupleId(roots) if roots else None
@@ -392,14 +415,41 @@ class Executor(threading.Thread):
         remote, self._out_remote = self._out_remote, {}
         self._buffered = 0
         queues = self.worker.queues
+        cyclic = self._cyclic_executors
         for executor, batch in local.items():
-            self._put(queues[executor], batch)
+            self._put(queues[executor], batch, executor in cyclic)
+        throttle = self.worker.throttle
         for batch in remote.values():
+            if throttle.throttled:
+                self._hold_while_throttled(batch)
             self._put(self.worker.transfer, batch)
 
-    def _put(self, queue: BatchQueue[Any], batch: list[Any]) -> None:
+    def _put(self, queue: BatchQueue[Any], batch: list[Any], cyclic: bool = False) -> None:
         while not queue.put(batch, timeout=0.05):
+            if cyclic and self._input_full():
+                # the consumer may be waiting for us: go past its bound by one batch
+                queue.put(batch, force=True)
+                return
             self._while_blocked()
+
+    def _input_full(self) -> bool:
+        incoming = self.incoming
+        return len(incoming) >= incoming.capacity or self.worker.inbound.overflowing(self.index)
+
+    def _hold_while_throttled(self, batch: RemoteBatch) -> None:
+        """Per-task backpressure: keep a remote batch here while a task it goes to
+        is throttled by its worker, so that only this executor (and, upstream, its
+        spout) waits, not the transfer queue every executor shares."""
+        throttle = self.worker.throttle
+        while True:
+            throttled = throttle.throttled
+            blocking = [m.task for m in batch if m.task in throttled] if throttled else None
+            if not blocking:
+                return
+            if self._input_full() and any(task in self._cyclic_tasks for task in blocking):
+                return  # on a cycle, and our own input is full: send, see backpressure.py
+            self._while_blocked()
+            self.worker.wait_throttle_change(0.01)
 
     def _while_blocked(self) -> None:
         """Called while a downstream queue is full. Spouts keep taking acks here, so
@@ -417,11 +467,21 @@ class BoltExecutor(Executor):
         # never make a drained queue look busy.
         tick_secs = self.worker.component_conf(self.component).get("topology.tick.tuple.freq.secs")
         next_tick = time.monotonic() + tick_secs if tick_secs else None
+        sample_every = self._sample_every
+        next_sample = 0
+        perf_counter = time.perf_counter
         while not self.stop_requested.is_set():
             for batch in incoming.get_all(timeout=0.05):
                 if self.stop_requested.is_set():
                     break  # stopping: what is left was not drained in time
-                for task, item in batch:
+                started = perf_counter()
+                items: Any = batch
+                if sample_every and self.executed >= next_sample:
+                    # one process-latency sample: the batch's first tuple, from now to its ack
+                    next_sample = self.executed + sample_every
+                    items = itertools.islice(batch, 1, None)
+                    self._run_one(*batch[0], sampled_at=started)
+                for task, item in items:
                     tup = self._decode(task, item)
                     if tup is None:
                         continue
@@ -431,6 +491,7 @@ class BoltExecutor(Executor):
                         exc._storm_task = task  # type: ignore[attr-defined]
                         raise
                     self.executed += 1
+                self.busy_secs += perf_counter() - started
             now = time.monotonic()
             if next_tick is not None and now >= next_tick:
                 next_tick = now + tick_secs
@@ -444,6 +505,21 @@ class BoltExecutor(Executor):
             for component in tickless:
                 component._maybe_flush(now)
             self.flush()
+
+    def _run_one(self, task: int, item: Any, sampled_at: float) -> None:
+        tup = self._decode(task, item)
+        if tup is None:
+            return
+        samples = self._process_samples
+        if len(samples) >= MAX_OPEN_SAMPLES:
+            samples.clear()  # never acked (or acked elsewhere): start over
+        samples[id(tup)] = (tup, sampled_at)
+        try:
+            self.components[task]._run_process(tup)
+        except BaseException as exc:
+            exc._storm_task = task  # type: ignore[attr-defined]
+            raise
+        self.executed += 1
 
 
 class AckerExecutor(Executor):
@@ -500,6 +576,8 @@ class SpoutExecutor(Executor):
         self._backlog: deque[list[tuple[int, Any]]] = deque()
         self._deferred_acks: list[tuple[int, Any]] = []
         self.complete_latencies_ms: list[float] = []
+        self.complete_ms_total = 0.0
+        self.complete_samples = 0
 
     @property
     def pending_count(self) -> int:
@@ -613,6 +691,8 @@ class SpoutExecutor(Executor):
                 if entry is not None:
                     self.acked += 1
                     latency = entry.complete_latency_ms(time.monotonic_ns())
+                    self.complete_ms_total += latency
+                    self.complete_samples += 1
                     if len(self.complete_latencies_ms) < 100_000:
                         self.complete_latencies_ms.append(latency)
                     components[entry.task_id].ack(entry.msg_id)

@@ -15,6 +15,7 @@ import socket
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -44,6 +45,13 @@ class RunOptions:
     topology_name: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
+    #: Called once, in the runner's thread, when every worker is ready and before the
+    #: spouts are activated, with the run's live `RunStats` (a UI reads it from then
+    #: on; it is updated in place as reports arrive).
+    on_started: Callable[[RunStats], None] | None = None
+    #: Called in the runner's thread with each worker report as it arrives
+    #: (worker index, report); benchmarks sample from it.
+    on_report: Callable[[int, dict[str, Any]], None] | None = None
 
 
 @dataclass
@@ -167,6 +175,8 @@ class _Runner:
             if time.monotonic() > deadline:
                 self.error = f"workers not ready after {READY_TIMEOUT:.0f} s"
                 return self._finish(1, "failed to start")
+        if self.options.on_started is not None:
+            self.options.on_started(self.stats)
         self._broadcast("activate")
         started = time.monotonic()
         self.stats.start(started)
@@ -242,11 +252,12 @@ class _Runner:
             kind, index = message[0], message[1]
             if kind == "ready" and ready is not None:
                 ready.add(index)
-            elif kind == "stats":
+            elif kind in ("stats", "stopped"):
                 self.stats.update(index, message[2])
-            elif kind == "stopped":
-                self.stats.update(index, message[2])
-                self.stopped.add(index)
+                if self.options.on_report is not None:
+                    self.options.on_report(index, message[2])
+                if kind == "stopped":
+                    self.stopped.add(index)
             elif kind == "error":
                 self.error = message[2]
                 return True

@@ -38,13 +38,15 @@ class BatchQueue(Generic[T]):
         """Items (not batches) queued now."""
         return self._items
 
-    def put(self, batch: list[T], timeout: float | None = None) -> bool:
+    def put(self, batch: list[T], timeout: float | None = None, force: bool = False) -> bool:
         """Queue `batch`, waiting while the queue is full; False if `timeout`
-        seconds passed first. An empty batch is accepted and dropped."""
+        seconds passed first. An empty batch is accepted and dropped. `force` admits
+        the batch past the bound: only for breaking a cycle of waiting producers
+        (see `storm_zmq.runtime.backpressure`)."""
         if not batch:
             return True
         with self._not_full:
-            if self._items >= self.capacity:
+            if self._items >= self.capacity and not force:
                 deadline = None if timeout is None else time.monotonic() + timeout
                 while self._items >= self.capacity:
                     if self._closed:

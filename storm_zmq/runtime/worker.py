@@ -24,8 +24,19 @@ from typing import Any, Protocol
 
 from storm_zmq.component import Tuple
 from storm_zmq.messaging import Connection, load_context
+from storm_zmq.messaging.base import TaskMessage
 from storm_zmq.messaging.counters import RefusalLog
 from storm_zmq.runtime.assignment import ACKER, Assignment, WorkerSlot
+from storm_zmq.runtime.backpressure import (
+    BACKPRESSURE_TASK,
+    STATUS_REPEAT_SECS,
+    Inbound,
+    MalformedStatus,
+    ThrottleTable,
+    cyclic_edges,
+    decode_status,
+    encode_status,
+)
 from storm_zmq.runtime.executor import (
     Executor,
     RemoteBatch,
@@ -77,6 +88,25 @@ class WorkerState:
         self._ready = threading.Semaphore(0)
         self.failures: list[Executor] = []
         self.failed = threading.Event()
+        self.started_at = time.time()
+        #: The most recent errors components reported (collector.report_error).
+        self.errors: collections.deque[dict[str, Any]] = collections.deque(maxlen=10)
+        # Per-task backpressure (runtime/backpressure.py): what peers throttle, what
+        # this worker's receive thread holds back, and the topology's cycles.
+        self.throttle = ThrottleTable()
+        self._throttle_changed = threading.Condition()
+        # Beyond its queue, an executor's input may wait in the overflow up to what
+        # peers can have in flight before they hear of the throttle.
+        in_flight = 8 * int(conf["topology.transfer.batch.size"])
+        self.inbound = Inbound(
+            self.queues, {e.index: e.tasks for e in self.local_executors},
+            overflow_limit=max(receive_size, in_flight), wait_put=self._wait_put,
+        )
+        graph: dict[str, set[str]] = {}
+        for name, component in definition.components.items():
+            for source, _stream, _grouping in component.inputs:
+                graph.setdefault(source, set()).add(name)
+        self._cyclic = cyclic_edges(graph)
 
     # -- what executors ask -------------------------------------------------------
 
@@ -154,6 +184,39 @@ class WorkerState:
              tuple.__new__(self.values_class(component, stream), values)),
         )
 
+    def cyclic_executors(self, component: str) -> frozenset[int]:
+        """Local executors whose component is on a cycle with `component`."""
+        return frozenset(
+            e.index for e in self.local_executors if (component, e.component) in self._cyclic
+        )
+
+    def cyclic_tasks(self, component: str) -> frozenset[int]:
+        """Tasks (anywhere) of components on a cycle with `component`."""
+        return frozenset(
+            task for consumer, tasks in self.assignment.component_tasks.items()
+            if (component, consumer) in self._cyclic for task in tasks
+        )
+
+    def wait_throttle_change(self, timeout: float) -> None:
+        if self.throttle.expire(time.monotonic()):
+            return
+        with self._throttle_changed:
+            self._throttle_changed.wait(timeout)
+
+    def throttle_changed(self) -> None:
+        with self._throttle_changed:
+            self._throttle_changed.notify_all()
+
+    def _wait_put(self, queue: BatchQueue[Any], batch: list[Any]) -> None:
+        while not queue.put(batch, timeout=0.1):
+            if self.stopping.is_set():
+                raise QueueClosed()
+
+    def record_error(self, component: str, task: int, text: str) -> None:
+        self.errors.append(
+            {"component": component, "task": task, "time": time.time(), "text": text[-4000:]}
+        )
+
     def executor_ready(self, executor: Executor) -> None:
         self._ready.release()
 
@@ -224,6 +287,11 @@ class Worker:
         self.assignment = Assignment.from_dict(spec["assignment"])
         self.server: Connection | None = None
         self.clients: dict[int, Connection] = {}
+        # the reverse channel: backpressure statuses to every peer, from their own
+        # thread and connections, so that they never wait behind data
+        self._status_out: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        self._control_peer_updates: queue.SimpleQueue[list[WorkerSlot]] = queue.SimpleQueue()
+        self._last_busy: dict[int, tuple[float, float]] = {}
 
     def run(self) -> int:
         topology = load_topology(self.spec["topology_file"], self.spec.get("topology_name"))
@@ -243,6 +311,8 @@ class Worker:
             threading.Thread(target=self._receive_loop, name="receive", daemon=True),
             threading.Thread(target=self._send_loop, name="send", daemon=True),
         ]
+        if len(self.assignment.workers) > 1:
+            threads.append(threading.Thread(target=self._status_loop, name="backpressure", daemon=True))
         for thread in threads:
             thread.start()
         for executor in self.executors:
@@ -285,32 +355,77 @@ class Worker:
         return [e for e in self.executors if isinstance(e, SpoutExecutor)]
 
     def stats(self) -> dict[str, Any]:
+        """This worker's metrics report (format: docs/observability.md)."""
+        now = time.monotonic()
         components: dict[str, dict[str, Any]] = {}
         for executor in self.executors:
-            entry = components.setdefault(
-                executor.component,
-                {"emitted": 0, "executed": 0, "acked": 0, "failed": 0, "malformed": 0,
-                 "queued": 0, "pending": 0, "exhausted_tasks": 0,
-                 "latencies_ms": []},
-            )
+            entry = components.get(executor.component)
+            if entry is None:
+                entry = components[executor.component] = {
+                    "kind": "acker" if executor.component == ACKER
+                    else "spout" if executor.is_spout else "bolt",
+                    "tasks": [], "executors": 0,
+                    "emitted": 0, "transferred": 0, "executed": 0, "acked": 0, "failed": 0,
+                    "malformed": 0, "errors_reported": 0,
+                    "queued": 0, "queue_capacity": 0, "pending": 0, "exhausted_tasks": 0,
+                    "execute_ms_total": 0.0, "execute_samples": 0,
+                    "process_ms_total": 0.0, "process_samples": 0,
+                    "complete_ms_total": 0.0, "complete_samples": 0,
+                    "capacity": 0.0, "latencies_ms": [],
+                }
+            entry["tasks"] += executor.assignment.tasks
+            entry["executors"] += 1
             entry["emitted"] += executor.emitted
+            entry["transferred"] += executor.transferred
             entry["executed"] += executor.executed
             entry["acked"] += executor.acked
             entry["failed"] += executor.failed
             entry["malformed"] += executor.malformed
+            entry["errors_reported"] += executor.errors_reported
             entry["queued"] += len(executor.incoming)
+            entry["queue_capacity"] += executor.incoming.capacity
+            busy = executor.busy_secs
+            entry["execute_ms_total"] += busy * 1000.0
+            entry["execute_samples"] += executor.executed
+            entry["process_ms_total"] += executor.process_ms_total
+            entry["process_samples"] += executor.process_samples
+            last = self._last_busy.get(executor.index)
+            self._last_busy[executor.index] = (now, busy)
+            if last is not None and now > last[0]:
+                capacity = min(1.0, (busy - last[1]) / (now - last[0]))
+                entry["capacity"] = max(entry["capacity"], capacity)
             if isinstance(executor, SpoutExecutor):
                 entry["pending"] += executor.pending_count
                 entry["exhausted_tasks"] += executor.exhausted_tasks
+                entry["complete_ms_total"] += executor.complete_ms_total
+                entry["complete_samples"] += executor.complete_samples
                 samples, executor.complete_latencies_ms = executor.complete_latencies_ms, []
                 if len(samples) > LATENCY_SAMPLES_PER_REPORT:  # unbiased, not the first N
                     samples = random.sample(samples, LATENCY_SAMPLES_PER_REPORT)
                 entry["latencies_ms"] += samples
+        slot = self.assignment.workers[self.index]
+        state = self.state
         return {
+            "worker": self.index,
+            "host": slot.host,
+            "port": slot.port,
+            "pid": os.getpid(),
+            "time": time.time(),
+            "uptime_secs": time.time() - state.started_at,
+            **_process_usage(),
             "components": components,
-            "transfer_queued": len(self.state.transfer),
-            "refused": dict(self.state.refused.counts),
+            "transfer_queued": len(state.transfer),
+            "transfer_capacity": state.transfer.capacity,
+            "refused": dict(state.refused.counts),
             "transport": self.server.stats() if self.server is not None else {},
+            "peers": {str(index): client.stats() for index, client in list(self.clients.items())},
+            "backpressure": {
+                "events": state.inbound.events,
+                "throttled_tasks": sorted(state.inbound.throttled_tasks),
+                "overflow": state.inbound.overflow_items(),
+                "held_by_peers": sorted(state.throttle.throttled),
+            },
+            "errors": list(state.errors),
         }
 
     def _die(self) -> int:
@@ -353,34 +468,89 @@ class Worker:
         server = self.server
         assert server is not None
         location = state.task_location
-        queues = state.queues
-        while not state.stopping.is_set():
-            messages = server.recv(timeout=0.1)
-            if not messages:
+        inbound = state.inbound
+        throttled: frozenset[int] = frozenset()
+        next_repeat = 0.0
+        try:
+            while not state.stopping.is_set():
+                messages = server.recv(timeout=0.005 if inbound.holding else 0.1)
+                changed = False
+                if messages:
+                    by_executor: dict[int, list[Any]] = {}
+                    for message in messages:
+                        where = location.get(message.task, -1)
+                        if where < 0:
+                            if message.task == BACKPRESSURE_TASK:
+                                self._on_status(message.message)
+                            else:
+                                state.refused.record(
+                                    "unknown_task", f"message for task {message.task}, not in this worker"
+                                )
+                            continue
+                        batch = by_executor.get(where)
+                        if batch is None:
+                            by_executor[where] = [message]
+                        else:
+                            batch.append(message)
+                    for executor, batch in by_executor.items():
+                        changed |= inbound.offer(executor, batch)
+                if inbound.holding:
+                    changed |= inbound.drain()
+                now = time.monotonic()
+                if state.throttle.expire(now):
+                    state.throttle_changed()
+                if changed or (throttled and now >= next_repeat):
+                    throttled = inbound.throttled_tasks
+                    self._status_out.put(encode_status(self.index, throttled))
+                    next_repeat = now + STATUS_REPEAT_SECS
+        except QueueClosed:
+            return
+
+    def _on_status(self, payload: bytes) -> None:
+        try:
+            worker, tasks = decode_status(payload)
+        except MalformedStatus as exc:
+            self.state.refused.record("control", str(exc))
+            return
+        if self.state.throttle.update(worker, tasks, time.monotonic()):
+            self.state.throttle_changed()
+
+    def _status_loop(self) -> None:
+        """Send backpressure statuses to every peer (connections made on first use)."""
+        clients: dict[int, Connection] = {}
+        slots = list(self.assignment.workers)
+        while not self.state.stopping.is_set():
+            while not self._control_peer_updates.empty():
+                slots = self._control_peer_updates.get()
+                for client in clients.values():
+                    client.close()
+                clients.clear()
+            try:
+                payload = self._status_out.get(timeout=0.1)
+            except queue.Empty:
                 continue
-            by_executor: dict[int, list[Any]] = {}
-            for message in messages:
-                where = location.get(message.task, -1)
-                if where < 0:
-                    state.refused.record("unknown_task", f"message for task {message.task}, not in this worker")
+            while not self._status_out.empty():  # only the newest status matters
+                payload = self._status_out.get()
+            for index, slot in enumerate(slots):
+                if index == self.index:
                     continue
-                batch = by_executor.get(where)
-                if batch is None:
-                    by_executor[where] = [message]
-                else:
-                    batch.append(message)
-            for executor, batch in by_executor.items():
+                client = clients.get(index)
+                if client is None:
+                    client = clients[index] = self.context.connect(
+                        self.assignment.storm_id, slot.host, slot.port
+                    )
                 try:
-                    while not queues[executor].put(batch, timeout=0.1):
-                        if state.stopping.is_set():
-                            return
-                except QueueClosed:
-                    return
+                    client.send([TaskMessage(BACKPRESSURE_TASK, payload)])
+                except Exception as exc:  # a peer that is gone: it hears the next one
+                    log.debug("backpressure status to worker %d not sent: %s", index, exc)
+        for client in clients.values():
+            client.close()
 
     def update_peers(self, workers: list[WorkerSlot]) -> None:
         """Follow an assignment change: peers that moved get new connections.
         Applied by the send thread, the only user of the client connections."""
         self._peer_updates.put(workers)
+        self._control_peer_updates.put(list(workers))
 
     def _apply_peer_updates(self) -> None:
         while not self._peer_updates.empty():
@@ -392,6 +562,8 @@ class Worker:
                 if old is not None:
                     old.close()
                 log.info("worker %d moved to %s:%d; reconnecting", index, slot.host, slot.port)
+                if self.state.throttle.forget(index):  # what it said no longer holds
+                    self.state.throttle_changed()
                 self.clients[index] = self.context.connect(self.assignment.storm_id, slot.host, slot.port)
             self.assignment = dataclasses.replace(self.assignment, workers=tuple(workers))
 
@@ -415,6 +587,18 @@ class Worker:
                     existing.extend(batch)
             for worker, messages in grouped.items():
                 self.clients[worker].send(messages)
+
+
+def _process_usage() -> dict[str, int]:
+    """Resident memory and open file descriptors of this process (Linux /proc)."""
+    usage = {"rss_bytes": 0, "open_fds": 0}
+    try:
+        with open("/proc/self/statm") as statm:
+            usage["rss_bytes"] = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        usage["open_fds"] = len(os.listdir("/proc/self/fd"))
+    except (OSError, ValueError, IndexError):  # not Linux: leave them 0
+        pass
+    return usage
 
 
 def worker_main(spec: dict[str, Any], pipe: Any) -> None:

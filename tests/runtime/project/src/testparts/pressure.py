@@ -1,0 +1,85 @@
+"""Components for the backpressure tests (tests/runtime/test_backpressure_run.py)."""
+from __future__ import annotations
+
+import time
+
+from storm_zmq import Bolt, Spout, Stream
+
+from testparts.components import write_output
+
+
+class FloodSpout(Spout):
+    """Emits (i,) as fast as it may, untracked (acking off), starting
+    `test.start_after` seconds after activation."""
+
+    outputs = ["id"]
+
+    def initialize(self, conf, ctx):
+        self.i = 0
+        self.start_at = time.monotonic() + float(conf.get("test.start_after", 0))
+
+    def next_tuple(self):
+        if time.monotonic() < self.start_at:
+            return
+        for _ in range(100):
+            self.emit([self.i])
+            self.i += 1
+
+
+class SleepyBolt(Bolt):
+    """`test.sleep_ms` per tuple: far slower than a FloodSpout."""
+
+    outputs = []
+
+    def initialize(self, conf, ctx):
+        self.sleep = float(conf.get("test.sleep_ms", 2)) / 1000
+
+    def process(self, tup):
+        time.sleep(self.sleep)
+
+
+class DropBolt(Bolt):
+    outputs = []
+
+    def process(self, tup):
+        pass
+
+
+class BounceBolt(Bolt):
+    """One end of a cycle: (id, hops) with hops > 0 goes round again, odd hops to
+    itself ("again"), even hops to the relay ("loop"); hops == 0 goes to the sink."""
+
+    outputs = [Stream(["id", "hops"]), Stream(["id", "hops"], name="loop"),
+               Stream(["id", "hops"], name="again")]
+
+    def process(self, tup):
+        i = tup.values[0]
+        hops = 6 if tup.component == "numbers" else tup.values[1]  # the spout's is (id, text)
+        if hops == 0:
+            self.emit([i, 0], anchors=[tup])
+        elif hops % 2:
+            self.emit([i, hops - 1], stream="again", anchors=[tup])
+        else:
+            self.emit([i, hops - 1], stream="loop", anchors=[tup])
+
+
+class RelayBolt(Bolt):
+    """The other end of the cycle: straight back to the bounce bolt."""
+
+    outputs = [Stream(["id", "hops"], name="back")]
+
+    def process(self, tup):
+        self.emit([tup.values[0], tup.values[1]], stream="back", anchors=[tup])
+
+
+class IdSinkBolt(Bolt):
+    outputs = []
+
+    def initialize(self, conf, ctx):
+        self.conf, self.task, self.seen = conf, ctx["taskid"], []
+
+    def process(self, tup):
+        self.seen.append(tup.values[0])
+
+    def cleanup(self):
+        write_output(self.conf, f"sink-{self.task}.json", self.seen)

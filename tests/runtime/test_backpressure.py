@@ -1,0 +1,108 @@
+"""The pure parts of per-task backpressure (storm_zmq/runtime/backpressure.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+import pytest
+
+from storm_zmq.runtime.backpressure import (
+    Inbound,
+    MalformedStatus,
+    ThrottleTable,
+    cyclic_edges,
+    decode_status,
+    encode_status,
+)
+from storm_zmq.runtime.queues import BatchQueue
+
+
+def test_status_round_trip_and_malformed_statuses() -> None:
+    assert decode_status(encode_status(3, {9, 4})) == (3, frozenset({4, 9}))
+    assert decode_status(encode_status(0, [])) == (0, frozenset())
+    for bad in (b"", b"\xc1", msgpack.packb([1]), msgpack.packb(["w", [1]]),
+                msgpack.packb([1, [1, "x"]]), msgpack.packb([1, 2]), msgpack.packb({"a": 1})):
+        with pytest.raises(MalformedStatus):
+            decode_status(bad)
+
+
+def test_throttle_table_unions_peers_and_forgets_them() -> None:
+    table = ThrottleTable(expiry_secs=3)
+    assert table.update(1, frozenset({5, 6}), now=0)
+    assert table.update(2, frozenset({7}), now=0)
+    assert table.throttled == {5, 6, 7}
+    assert not table.update(2, frozenset({7}), now=1), "a repeat changes nothing"
+    assert table.update(1, frozenset(), now=1)
+    assert table.throttled == {7}
+    assert not table.expire(now=3.5), "worker 2 repeated at 1 s: valid until 4 s"
+    assert table.expire(now=4.0)
+    assert table.throttled == frozenset()
+    table.update(1, frozenset({5}), now=10)
+    assert table.forget(1) and not table.forget(1)
+    assert table.throttled == frozenset()
+
+
+def make_inbound(capacity: int = 4, limit: int = 6) -> tuple[Inbound, dict[int, BatchQueue[Any]], list[Any]]:
+    queues = {0: BatchQueue(capacity), 1: BatchQueue(capacity)}
+    waited: list[Any] = []
+    inbound = Inbound(queues, {0: (10, 11), 1: (12,)}, overflow_limit=limit,
+                      wait_put=lambda queue, batch: waited.append(batch))
+    return inbound, queues, waited
+
+
+def test_full_queue_overflows_and_throttles_only_its_tasks() -> None:
+    inbound, queues, waited = make_inbound()
+    assert not inbound.offer(0, ["a"] * 4), "room: straight in"
+    assert inbound.offer(0, ["b"] * 2), "full: the first overflow throttles"
+    assert inbound.throttled_tasks == {10, 11}
+    assert not inbound.offer(0, ["c"]), "already throttled"
+    assert not inbound.offer(1, ["x"]), "the other executor is not affected"
+    assert inbound.overflow_items() == 3 and inbound.events == 1
+    assert not inbound.drain(), "nothing moved: still full"
+    queues[0].get_all(timeout=0)
+    assert not inbound.drain(), "overflow moved in (3 of 4): over half full, still throttled"
+    assert len(queues[0]) == 3 and inbound.overflow_items() == 0
+    assert inbound.throttled_tasks == {10, 11}
+    queues[0].get_all(timeout=0)
+    assert inbound.drain(), "empty and no overflow: lifted"
+    assert inbound.throttled_tasks == frozenset() and not inbound.holding
+    assert waited == []
+
+
+def test_order_is_kept_while_overflowing() -> None:
+    inbound, queues, _ = make_inbound(capacity=2, limit=100)
+    for i in range(6):
+        inbound.offer(0, [i])
+    got = []
+    while inbound.holding:
+        for batch in queues[0].get_all(timeout=0):
+            got += batch
+        inbound.drain()
+    for batch in queues[0].get_all(timeout=0):
+        got += batch
+    assert got == list(range(6))
+
+
+def test_overflow_bound_falls_back_to_waiting() -> None:
+    inbound, queues, waited = make_inbound(capacity=1, limit=2)
+    inbound.offer(0, [1])
+    inbound.offer(0, [2])
+    inbound.offer(0, [3])
+    assert waited == [], "at the bound, not past it"
+    inbound.offer(0, [4])
+    assert waited == [[2]], "the oldest waiting batch is pushed in, blocking"
+    assert inbound.overflow_items() == 2
+
+
+@pytest.mark.parametrize(("graph", "expected"), [
+    ({"s": {"a"}, "a": {"b"}}, set()),
+    ({"s": {"a"}, "a": {"a"}}, {("a", "a")}),
+    ({"s": {"a"}, "a": {"b", "sink"}, "b": {"a"}}, {("a", "b"), ("b", "a")}),
+    ({"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"d"}},
+     {("a", "b"), ("b", "c"), ("c", "a"), ("d", "d")}),
+    ({"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"c", "a"}},
+     {("a", "b"), ("b", "a"), ("c", "d"), ("d", "c")}),
+])
+def test_cyclic_edges(graph: dict[str, set[str]], expected: set[tuple[str, str]]) -> None:
+    assert cyclic_edges(graph) == expected

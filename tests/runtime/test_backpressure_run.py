@@ -1,0 +1,146 @@
+"""Per-task backpressure end to end: real worker processes, real sockets.
+
+A slow bolt behind a fast spout must not make memory grow, nor slow down another
+path through the same worker; a cyclic topology under backpressure must not
+deadlock. See storm_zmq/runtime/backpressure.py for the mechanism.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storm_zmq.config import DEFAULTS
+from storm_zmq.runtime.local import RunOptions, run_local
+from tests.messaging.conftest import free_port
+
+PROJECT = Path(__file__).parent / "project"
+pytestmark = pytest.mark.slow
+
+#: Memory one queued tuple may take in a worker (Tuple, values, list slot, payload
+#: bytes and their share of a frame), generous: the test's bound is made of it.
+BYTES_PER_QUEUED_TUPLE = 1024
+
+
+def run_topology(
+    name: str, tmp_path: Path, seconds: float, overrides: dict[str, Any],
+    transport: str = "zmq", on_report: Any = None,
+) -> Any:
+    options = RunOptions(
+        topology_file=str(PROJECT / "topologies" / name),
+        conf=dict(DEFAULTS),
+        seconds=seconds,
+        workers=2,
+        transport=transport,
+        overrides={
+            "supervisor.slots.ports": [free_port(), free_port()],
+            "test.output_dir": str(tmp_path),
+            **overrides,
+        },
+        progress=False,
+        on_report=on_report,
+    )
+    return run_local(options, io.StringIO())
+
+
+def rss_bound(conf: dict[str, Any], executors: int, base_rss: int) -> int:
+    """What a worker may hold beyond its start-up memory: each executor's queue and
+    overflow, its output buffer, the transfer queue of batches, and the transport's
+    high-water mark of frames (zmq: `hwm` frames of up to `transfer.batch.size`
+    bytes, in both directions)."""
+    per_executor = (2 * conf["topology.executor.receive.buffer.size"]
+                    + 8 * conf["topology.transfer.batch.size"]
+                    + conf["topology.transfer.batch.size"])
+    transfer = conf["topology.transfer.buffer.size"] * conf["topology.transfer.batch.size"]
+    frames = 2 * conf["storm.messaging.zmq.hwm"] * conf["storm.messaging.zmq.transfer.batch.size"]
+    return base_rss + (executors * per_executor + transfer) * BYTES_PER_QUEUED_TUPLE + frames
+
+
+def test_slow_bolt_keeps_memory_bounded_and_other_paths_flowing(tmp_path: Path) -> None:
+    """The slow sink sleeps 2 ms a tuple (500/s) behind a spout that emits tens of
+    thousands a second, acking off, for 60 s; the fast path runs through the same
+    two workers (both sinks in worker 0, both spouts in worker 1)."""
+    warmup, slow_from, seconds = 4.0, 8.0, 68.0
+    conf = {**DEFAULTS, "topology.executor.receive.buffer.size": 2000,
+            "topology.transfer.buffer.size": 100, "storm.messaging.zmq.hwm": 64,
+            "storm.messaging.zmq.transfer.batch.size": 65536}
+    samples: list[tuple[float, int, dict[str, Any]]] = []
+    first: dict[int, float] = {}
+
+    def on_report(worker: int, report: dict[str, Any]) -> None:
+        first.setdefault(worker, report["uptime_secs"])
+        samples.append((report["uptime_secs"] - first[worker], worker, report))
+
+    overrides = {key: conf[key] for key in (
+        "topology.executor.receive.buffer.size", "topology.transfer.buffer.size",
+        "storm.messaging.zmq.hwm", "storm.messaging.zmq.transfer.batch.size")}
+    result = run_topology("pressure.py", tmp_path, seconds,
+                          {**overrides, "test.start_after": slow_from, "test.sleep_ms": 2},
+                          on_report=on_report)
+    assert result.exit_code == 0, result.reason
+
+    def executed(worker_reports: list[tuple[float, dict[str, Any]]], component: str) -> list[tuple[float, int]]:
+        return [(t, r["components"][component]["executed"]) for t, r in worker_reports
+                if component in r["components"]]
+
+    sinks = [(t, r) for t, w, r in samples if w == 0]
+    fast = executed(sinks, "fast_sink")
+    slow = executed(sinks, "slow_sink")
+
+    def rate(series: list[tuple[float, int]], start: float, end: float) -> float:
+        window = [(t, n) for t, n in series if start <= t <= end]
+        assert len(window) >= 2, f"no reports between {start} and {end} s"
+        (t0, n0), (t1, n1) = window[0], window[-1]
+        return (n1 - n0) / (t1 - t0)
+
+    alone = rate(fast, warmup / 2, slow_from)
+    beside_slow = rate(fast, slow_from + 10, seconds - 2)
+    slow_rate = rate(slow, slow_from + 10, seconds - 2)
+    spouts = [(t, r) for t, w, r in samples if w == 1]
+    slow_offered = rate([(t, r["components"]["slow_spout"]["emitted"]) for t, r in spouts],
+                        slow_from + 10, seconds - 2)
+    print(f"fast path alone {alone:,.0f}/s, beside the slow path {beside_slow:,.0f}/s; "
+          f"slow path {slow_rate:,.0f}/s, its spout emits {slow_offered:,.0f}/s")
+    assert slow_rate < 1000, "the slow sink is slow"
+    assert slow_offered < 2 * slow_rate + 2000, "the slow spout was throttled to its sink's pace"
+    assert beside_slow >= 0.5 * alone, "the fast path kept (most of) its throughput"
+
+    for worker in (0, 1):
+        series = [(t, r) for t, w, r in samples if w == worker]
+        base = max(r["rss_bytes"] for t, r in series if t <= slow_from)
+        executors = len(series[-1][1]["components"])
+        bound = rss_bound(conf, executors, base)
+        peak = max(r["rss_bytes"] for t, r in series)
+        late = [r["rss_bytes"] for t, r in series if t >= seconds - 20]
+        middle = [r["rss_bytes"] for t, r in series if slow_from + 10 <= t <= slow_from + 30]
+        print(f"worker {worker}: rss at start {base / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB, "
+              f"bound {bound / 2**20:.0f} MiB")
+        assert peak <= bound, f"worker {worker} peaked at {peak} bytes, over its bound {bound}"
+        assert max(late) <= max(middle) + 16 * 2**20, f"worker {worker} kept growing"
+    events = sum(r["backpressure"]["events"] for t, w, r in samples[-4:] if w == 0)
+    assert events >= 1, "worker 0 throttled the slow sink's task"
+
+
+@pytest.mark.parametrize("transport", ["zmq", "tcp"])
+def test_cycle_under_backpressure_does_not_deadlock(tmp_path: Path, transport: str) -> None:
+    """Queues of 20 tuples, 5000 trees in flight, each id six hops round a
+    bounce -> relay -> bounce and bounce -> bounce cycle across two workers."""
+    count = 10000
+    result = run_topology(
+        "cycle.py", tmp_path, 0,
+        {"test.count": count, "topology.executor.receive.buffer.size": 20,
+         "topology.max.spout.pending": 5000, "topology.message.timeout.secs": 60},
+        transport=transport,
+    )
+    assert result.exit_code == 0, result.reason
+    assert result.reason == "every spout is exhausted"
+    seen = [i for p in tmp_path.glob("sink-*.json") for i in json.loads(p.read_text())]
+    assert sorted(set(seen)) == list(range(count))
+    totals = result.stats.totals()
+    assert totals["numbers"]["failed"] == 0, "no tree timed out: the cycle kept turning"
+    assert os.path.exists(tmp_path)
