@@ -4,7 +4,6 @@ from __future__ import annotations
 import time
 
 from storm_zmq import Bolt, Spout, Stream
-
 from testparts.components import write_output
 
 
