@@ -1,9 +1,116 @@
-"""``storm-zmq quickstart``: being built (placeholder so that the command list is fixed)."""
+"""``storm-zmq quickstart NAME``: a new project that runs at once (streamparse's
+``sparse quickstart``).
+
+The project is the streamparse layout (``topologies/``, ``src/spouts``,
+``src/bolts``) plus ``conf/storm.yaml``, a README with the two commands to run it and
+unit tests of its components on `storm_zmq.testing`. The word count's spout is
+bounded, so ``storm-zmq run topologies/NAME.py`` ends by itself. Templates are
+package data under ``storm_zmq/quickstart/templates`` (see that package).
+"""
 
 from __future__ import annotations
 
+import argparse
+import re
+from dataclasses import dataclass
+from importlib import resources
+from importlib.abc import Traversable
+from pathlib import Path
 from typing import Any
+
+from storm_zmq.cli import UsageError
+
+#: A project name: it names a directory, the topology file and the topology, so it
+#: must be a valid Storm topology name and a plain file name.
+NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}\Z")
+
+#: Template file names that are not ``<name>.tmpl`` of the file they become.
+_RENAMED = {"gitignore.tmpl": ".gitignore"}
+
+
+@dataclass(frozen=True)
+class ProjectFile:
+    path: Path  # relative to the project directory
+    text: str
+
+
+def class_name(name: str) -> str:
+    """``word_count`` / ``word-count`` -> ``WordCount``: the Topology class's name."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[-_]+", name) if part)
+
+
+def check_name(name: str) -> None:
+    if not NAME_PATTERN.match(name):
+        raise UsageError(
+            f"invalid project name {name!r}: use a letter followed by letters, digits, "
+            "'_' or '-' (at most 64 characters), e.g. wordcount")
+
+
+def render_project(name: str) -> list[ProjectFile]:
+    """The files of project `name` (pure: nothing is written)."""
+    check_name(name)
+    values = {"{{name}}": name, "{{class_name}}": class_name(name)}
+
+    def substitute(text: str) -> str:
+        for token, value in values.items():
+            text = text.replace(token, value)
+        return text
+
+    files = []
+    root = resources.files("storm_zmq.quickstart") / "templates"
+    for relative, template in _walk(root, Path()):
+        target = relative.with_name(_RENAMED.get(relative.name, relative.name.removesuffix(".tmpl")))
+        files.append(ProjectFile(Path(substitute(str(target))), substitute(template.read_text())))
+    return sorted(files, key=lambda f: f.path)
+
+
+def _walk(node: Traversable, relative: Path) -> list[tuple[Path, Traversable]]:
+    found = []
+    for child in node.iterdir():
+        if child.is_dir():
+            found += _walk(child, relative / child.name)
+        elif child.name.endswith(".tmpl"):
+            found.append((relative / child.name, child))
+    return found
+
+
+def create_project(name: str, parent: Path) -> Path:
+    """Write project `name` into ``parent/name`` (which must not exist or be empty)."""
+    files = render_project(name)
+    directory = parent / name
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"cannot create project {name!r}: {directory} is a file")
+    if directory.is_dir() and any(directory.iterdir()):
+        raise UsageError(f"cannot create project {name!r}: {directory} exists and is not empty")
+    for file in files:
+        target = directory / file.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(file.text)
+    return directory
 
 
 def add_parser(subparsers: Any) -> None:
-    """Register the subcommand (not yet: the module is being written)."""
+    parser = subparsers.add_parser(
+        "quickstart",
+        help="create a new project that runs at once",
+        description="Create NAME/ with a word count topology (topologies/NAME.py, "
+        "src/spouts, src/bolts), conf/storm.yaml, unit tests of the components and a "
+        "README. Its spout is bounded: `storm-zmq run topologies/NAME.py` ends by itself.",
+    )
+    parser.add_argument("name", metavar="NAME")
+    parser.add_argument("-d", "--directory", default=".", metavar="PARENT",
+                        help="create the project in PARENT/NAME (default: ./NAME)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    parent = Path(args.directory)
+    if not parent.is_dir():
+        raise UsageError(f"--directory {parent}: no such directory")
+    directory = create_project(args.name, parent)
+    count = sum(1 for p in directory.rglob("*") if p.is_file())
+    print(f"created project {args.name!r} in {directory} ({count} files). Next:\n"
+          f"    cd {directory}\n"
+          f"    storm-zmq run topologies/{args.name}.py\n"
+          f"    python -m pytest tests")
+    return 0

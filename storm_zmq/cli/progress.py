@@ -1,0 +1,59 @@
+"""Progress of long cluster commands: ``storm-zmq submit --wait`` watching a
+submitted topology's workers come up.
+
+A worker counts as ready once it has written a heartbeat under ``/workerbeats``
+since the topology was launched: the cluster worker writes its first heartbeat
+after it reported its executors initialized (cluster/worker.py), so "ready" means
+"running tuples", not merely "process started". Submit passes ``since=0``: the
+topology id is new for every submit, so every heartbeat under it is from this launch
+(and no clock of another host is compared with ours).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+#: Seconds between polls of ZooKeeper, and the longest silence between two lines.
+POLL_INTERVAL = 0.5
+REPEAT_INTERVAL = 5.0
+
+
+def ready_workers(assignment: dict[str, Any] | None, beats: dict[str, dict[str, Any]],
+                  since: float) -> tuple[int, int]:
+    """Pure: (ready, assigned) workers of a stored assignment, given the worker
+    heartbeats (``"<host>-<port>" -> {"time": ...}``) and the launch time."""
+    if assignment is None:
+        return 0, 0
+    slots = [(host, int(port)) for _, host, port in assignment["slots"]]
+    found = [beats.get(f"{host}-{port}") for host, port in slots]
+    ready = sum(1 for beat in found if beat is not None and float(beat.get("time", 0)) >= since)
+    return ready, len(slots)
+
+
+def wait_for_workers(state: Any, topology_id: str, workers: int, since: float,
+                     timeout: float, err: TextIO,
+                     clock: Callable[[], float] = time.monotonic,
+                     sleep: Callable[[float], None] = time.sleep) -> bool:
+    """Print ``waiting for workers: n/m ready`` when n changes (and every
+    `REPEAT_INTERVAL` s) until all `workers` are ready or `timeout` s pass; True
+    when they all are."""
+    deadline = clock() + timeout
+    last: tuple[int, int] | None = None
+    last_at = clock()
+    while True:
+        assignment = state.get_assignment(topology_id)
+        beats = state.worker_beats(topology_id) if assignment is not None else {}
+        ready, assigned = ready_workers(assignment, beats, since)
+        now = clock()
+        if (ready, assigned) != last or now - last_at >= REPEAT_INTERVAL:
+            what = (f"{ready}/{workers} ready" if assignment is not None
+                    else f"0/{workers} ready (not assigned yet: waiting for nimbus)")
+            print(f"waiting for workers: {what}", file=err, flush=True)
+            last, last_at = (ready, assigned), now
+        if assignment is not None and ready >= workers:
+            return True
+        if now >= deadline:
+            return False
+        sleep(min(POLL_INTERVAL, max(0.0, deadline - now)))

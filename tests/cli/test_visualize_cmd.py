@@ -1,0 +1,52 @@
+"""`storm-zmq visualize`: format choice, output file, errors as one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from storm_zmq.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+WORDCOUNT = str(ROOT / "topologies" / "wordcount.py")
+
+
+def test_dot_to_stdout_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["visualize", WORDCOUNT]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith('digraph "WordCount" {')
+    assert '"sentence_spout" -> "split_bolt" [label="shuffle"];' in out
+
+
+def test_mermaid_format(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["visualize", WORDCOUNT, "--format", "mermaid"]) == 0
+    out = capsys.readouterr().out
+    assert "flowchart LR" in out and '-->|"fields(word)"|' in out
+
+
+@pytest.mark.parametrize(("suffix", "start"), [(".mmd", "---"), (".gv", "digraph")])
+def test_output_file_format_follows_its_suffix(tmp_path: Path, suffix: str, start: str) -> None:
+    out = tmp_path / f"graph{suffix}"
+    assert main(["visualize", WORDCOUNT, "-o", str(out)]) == 0
+    assert out.read_text().startswith(start)
+
+
+def test_several_topologies_in_a_file_are_picked_with_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    file = tmp_path / "two.py"
+    file.write_text(
+        "from storm_zmq import Bolt, Spout, Topology\n"
+        "class S(Spout):\n    outputs = ['x']\n"
+        "class B(Bolt):\n    outputs = []\n"
+        "class One(Topology):\n    s = S.spec()\n"
+        "class Two(Topology):\n    s = S.spec()\n    b = B.spec(inputs=[s])\n")
+    assert main(["visualize", str(file), "-n", "Two"]) == 0
+    assert '"s" -> "b"' in capsys.readouterr().out
+
+
+def test_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["visualize", str(tmp_path / "missing.py")]) == 2
+    assert "topology file not found" in capsys.readouterr().err
+    assert main(["visualize", WORDCOUNT, "-o", str(tmp_path / "no" / "dir.dot")]) == 2
+    assert "cannot write -o" in capsys.readouterr().err

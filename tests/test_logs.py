@@ -1,0 +1,110 @@
+"""Worker logging: the rotated file, stdio captured into it, the .out file rolled."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from storm_zmq.logs import (
+    configure_worker_logging,
+    open_worker_output,
+    worker_log_path,
+)
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """configure_worker_logging sets process-wide state: put it back after a test."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    stdout, stderr = sys.stdout, sys.stderr
+    yield
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+        if handler not in handlers:
+            handler.close()
+    for handler in handlers:
+        root.addHandler(handler)
+    root.setLevel(level)
+    sys.stdout, sys.stderr = stdout, stderr
+
+
+def conf(max_bytes: int, backups: int) -> dict[str, int]:
+    return {"worker.log.max.bytes": max_bytes, "worker.log.backups": backups}
+
+
+def test_the_log_is_rotated_with_a_bounded_number_of_backups(
+        tmp_path: Path, restore_logging: None) -> None:
+    path = worker_log_path(tmp_path / "logs", "topo-1", 6700)
+    assert path == tmp_path / "logs" / "topo-1-6700.log"
+    configure_worker_logging(conf(2048, 3), path, "topo-1 worker-0", stderr=False)
+    logger = logging.getLogger("storm_zmq.component.count")
+    for i in range(400):  # ~40 KB: many rotations
+        logger.info("record %04d %s", i, "x" * 40)
+    files = sorted(p.name for p in path.parent.iterdir())
+    assert files == ["topo-1-6700.log", "topo-1-6700.log.1", "topo-1-6700.log.2",
+                     "topo-1-6700.log.3"]
+    for file in path.parent.iterdir():
+        assert file.stat().st_size <= 2048
+    newest = path.read_text().splitlines()
+    assert newest[-1].endswith("record 0399 " + "x" * 40)
+    assert " topo-1 worker-0 INFO storm_zmq.component.count: record " in newest[-1]
+    # the backups hold the records just before, in order
+    assert path.with_name("topo-1-6700.log.1").read_text().splitlines()[-1].split()[-2] == (
+        f"{int(newest[0].split()[-2]) - 1:04d}")
+
+
+def test_without_backups_the_file_starts_afresh_instead_of_growing(
+        tmp_path: Path, restore_logging: None) -> None:
+    path = tmp_path / "t-1.log"
+    configure_worker_logging(conf(1024, 0), path, "t worker-0", stderr=False)
+    for i in range(300):
+        logging.getLogger("x").info("line %d %s", i, "y" * 30)
+    assert [p.name for p in tmp_path.iterdir()] == ["t-1.log"]
+    assert 0 < path.stat().st_size <= 1024
+    assert "line 299" in path.read_text()
+
+
+def test_print_and_stderr_are_captured_into_the_log_not_the_process_stderr(
+        tmp_path: Path, restore_logging: None, capfd: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "t-2.log"
+    configure_worker_logging(conf(1 << 20, 2), path, "t worker-1", stderr=False,
+                             capture_stdio=True)
+    print("hello from", "a bolt")
+    sys.stdout.write("partial ")
+    sys.stdout.write("line\n")
+    print("Traceback (most recent call last):\n  boom", file=sys.stderr)
+    sys.stdout.write("unfinished")
+    sys.stdout.flush()
+    text = path.read_text()
+    assert "INFO STDOUT: hello from a bolt" in text
+    assert "INFO STDOUT: partial line" in text
+    assert "WARNING STDERR: Traceback (most recent call last):" in text
+    assert "WARNING STDERR:   boom" in text
+    assert "INFO STDOUT: unfinished" in text
+    captured = capfd.readouterr()
+    assert "hello" not in captured.out + captured.err
+
+
+def test_local_mode_style_logs_to_stderr_only(restore_logging: None,
+                                             capfd: pytest.CaptureFixture[str]) -> None:
+    handler = configure_worker_logging(conf(1 << 20, 2), None, "worker-3")
+    assert handler is None
+    logging.getLogger("storm_zmq.component.split").warning("to the terminal")
+    assert "worker-3 WARNING storm_zmq.component.split: to the terminal" in capfd.readouterr().err
+
+
+def test_the_out_file_is_appended_and_rolled_once_when_too_big(tmp_path: Path) -> None:
+    with open_worker_output(tmp_path, "topo-1", 6701, max_bytes=100) as out:
+        out.write(b"a" * 60)
+    with open_worker_output(tmp_path, "topo-1", 6701, max_bytes=100) as out:
+        out.write(b"b" * 60)  # 120 bytes now: the next start rolls it
+    assert (tmp_path / "topo-1-6701.out").stat().st_size == 120
+    with open_worker_output(tmp_path, "topo-1", 6701, max_bytes=100) as out:
+        out.write(b"c")
+    assert (tmp_path / "topo-1-6701.out").read_bytes() == b"c"
+    assert (tmp_path / "topo-1-6701.out.1").read_bytes() == b"a" * 60 + b"b" * 60
