@@ -52,8 +52,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,10 +60,8 @@ from typing import Any
 import msgpack
 import zmq
 
-import storm_zmq.runtime.local as local_mode
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.local import RunOptions, run_local
-from storm_zmq.runtime.stats import RunStats
 
 REPO = Path(__file__).resolve().parents[1]
 WORDCOUNT = REPO / "topologies" / "wordcount.py"
@@ -125,28 +122,20 @@ class BenchError(Exception):
     """A run failed (worker died, component raised, tuples failed): exit 1."""
 
 
-# --- what a run reports: the runner's RunStats, recorded with timestamps -----------------
+# --- what a run reports: every worker report, recorded with timestamps -------------------
 
 
-class RecordingStats(RunStats):
-    """RunStats that also keeps every worker report with the time it arrived, so that
-    rates and latencies can be taken over a window instead of the whole run.
+class ReportRecorder:
+    """Keeps every worker report with the time it arrived (`RunOptions.on_report`),
+    so that rates and latencies can be taken over a window instead of the whole run."""
 
-    Work-around: run_local creates its RunStats itself and offers no hook to observe
-    the reports as they arrive; the bench swaps this class in for the duration of
-    one run (`recording_stats`)."""
-
-    latest_instance: RecordingStats | None = None
-
-    def __init__(self, definition: Any) -> None:
-        super().__init__(definition)
+    def __init__(self) -> None:
         # (arrival time, worker, {component: counters}, transfer_queued)
         self.snapshots: list[tuple[float, int, dict[str, dict[str, int]], int]] = []
         # (arrival time, complete latencies in ms)
         self.latency_batches: list[tuple[float, list[float]]] = []
-        RecordingStats.latest_instance = self
 
-    def update(self, worker: int, report: dict[str, Any]) -> None:
+    def on_report(self, worker: int, report: dict[str, Any]) -> None:
         now = time.monotonic()
         counters = {
             name: {key: int(entry.get(key, 0)) for key in
@@ -157,20 +146,9 @@ class RecordingStats(RunStats):
         if samples:
             self.latency_batches.append((now, samples))
         self.snapshots.append((now, worker, counters, int(report.get("transfer_queued", 0))))
-        super().update(worker, report)
 
 
-@contextmanager
-def recording_stats() -> Iterator[None]:
-    original = local_mode.RunStats
-    local_mode.RunStats = RecordingStats  # type: ignore[misc]
-    try:
-        yield
-    finally:
-        local_mode.RunStats = original  # type: ignore[misc]
-
-
-def window_rate(stats: RecordingStats, component: str, key: str, start: float, end: float) -> float:
+def window_rate(stats: ReportRecorder, component: str, key: str, start: float, end: float) -> float:
     """Per second of `component`'s `key` counter over [start, end], summed over
     workers; each worker's rate is taken between its own first and last report in
     the window (reports carry cumulative counters)."""
@@ -183,7 +161,7 @@ def window_rate(stats: RecordingStats, component: str, key: str, start: float, e
     return total
 
 
-def window_latencies(stats: RecordingStats, start: float, end: float) -> list[float]:
+def window_latencies(stats: ReportRecorder, start: float, end: float) -> list[float]:
     """Complete latencies reported within [start, end], ascending."""
     return sorted(v for t, batch in stats.latency_batches if start <= t <= end for v in batch)
 
@@ -398,26 +376,26 @@ class Config:
 
 
 def run_topology(topology: Path, config: Config, seconds: float, extra: dict[str, Any] | None = None,
-                 what: str = "") -> tuple[dict[str, Any], RecordingStats, ProcSampler, float]:
+                 what: str = "") -> tuple[dict[str, Any], ReportRecorder, ProcSampler, float]:
     """Run `topology` in local mode; returns (common result fields, the recorded
-    stats, the /proc sampler, the time the spouts were activated)."""
+    reports, the /proc sampler, the time the spouts were activated)."""
     overrides = config.overrides()
     overrides.update(extra or {})
+    recorder = ReportRecorder()
     options = RunOptions(
         topology_file=str(topology), conf=dict(DEFAULTS), seconds=seconds,
         workers=config.workers, transport=config.transport, overrides=overrides, progress=False,
+        on_report=recorder.on_report,
     )
     out = io.StringIO()
     sampler = ProcSampler()
     began = time.monotonic()
-    with recording_stats():
-        sampler.start()
-        try:
-            result = run_local(options, out)
-        finally:
-            sampler.stop()
-    stats = RecordingStats.latest_instance
-    assert stats is not None
+    sampler.start()
+    try:
+        result = run_local(options, out)
+    finally:
+        sampler.stop()
+    stats = result.stats
     wall = time.monotonic() - began
     if result.exit_code != 0:
         raise BenchError(f"{what or topology.name} ({config.label}) failed: {result.reason}\n{out.getvalue()}")
@@ -436,7 +414,7 @@ def run_topology(topology: Path, config: Config, seconds: float, extra: dict[str
         "overrides": {k: v for k, v in overrides.items() if k != "supervisor.slots.ports"},
         "summary": out.getvalue().strip(),
     }
-    return common, stats, sampler, stats.started_at
+    return common, recorder, sampler, stats.started_at
 
 
 def measure_throughput(config: Config, seconds: float) -> dict[str, Any]:

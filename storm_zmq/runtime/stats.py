@@ -33,7 +33,7 @@ class RunStats:
 
     def update(self, worker: int, report: dict[str, Any]) -> None:
         for entry in report["components"].values():
-            self.latencies_ms += entry.pop("latencies_ms", [])
+            self.latencies_ms += entry.get("latencies_ms", ())
         if len(self.latencies_ms) > 200_000:
             self.latencies_ms = self.latencies_ms[-100_000:]
         self.latest[worker] = report
