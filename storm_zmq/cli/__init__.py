@@ -19,11 +19,14 @@ class UsageError(Exception):
     as ``storm-zmq: error: ...`` and exits 2, without a traceback."""
 
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+def add_config_arguments(parser: argparse.ArgumentParser, *, short_config: bool = True) -> None:
     """Add ``-c/--config FILE`` and repeatable ``-o/--override key=value``, the two
-    ways every subcommand takes configuration on top of the storm.yaml files."""
+    ways every subcommand takes configuration on top of the storm.yaml files.
+    ``short_config=False`` leaves ``-c`` to the subcommand (``stats -c COMPONENT``,
+    as streamparse's ``sparse stats``): the file is then ``--config`` only."""
+    flags = ("-c", "--config") if short_config else ("--config",)
     parser.add_argument(
-        "-c", "--config", metavar="FILE", default=None,
+        *flags, metavar="FILE", default=None,
         help="storm.yaml to use instead of conf/storm.yaml (default: $STORM_CONF if set)",
     )
     parser.add_argument(

@@ -36,6 +36,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("-d", "--debug", action="store_true",
                         help="topology.debug: log every emit (component, task, stream)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--ui", action="store_true",
+                        help="serve the web UI and Prometheus /metrics while it runs")
+    parser.add_argument("--ui-port", type=int, default=None, metavar="PORT",
+                        help="port of the UI (default: ui.port; 0 picks a free one)")
     add_config_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -61,5 +65,32 @@ def run(args: argparse.Namespace) -> int:
         overrides=overrides,
         progress=not args.quiet,
     )
-    result = run_local(options, sys.stdout)
+    server = _start_ui(args, options) if args.ui else None
+    try:
+        result = run_local(options, sys.stdout)
+    finally:
+        if server is not None:
+            server.stop()
     return result.exit_code
+
+
+def _start_ui(args: argparse.Namespace, options: Any) -> Any:
+    """Bind the UI before any worker starts (a busy port costs nothing), serve the
+    topology as starting, and hand it the run's stats through `on_started`."""
+    from storm_zmq.cli import UsageError
+    from storm_zmq.cli.ui_cmd import start_server
+    from storm_zmq.metrics.sources import LocalSource
+    from storm_zmq.metrics.summary import TopologyLayout
+    from storm_zmq.runtime.local import prepare_run
+
+    definition, conf, workers = prepare_run(options)
+    port = args.ui_port if args.ui_port is not None else conf["ui.port"]
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--ui-port must be between 0 and 65535, got {port}")
+    source = LocalSource(TopologyLayout.from_definition(definition), definition.name,
+                         num_workers=workers)
+    server = start_server(source, conf["ui.host"], port)
+    options.on_started = source.attach
+    print(f"storm-zmq UI at {server.url} (Prometheus metrics at {server.url}metrics)",
+          flush=True)
+    return server

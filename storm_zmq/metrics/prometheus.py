@@ -1,0 +1,220 @@
+"""`TopologySummary`s in Prometheus' text exposition format 0.0.4. Pure.
+
+Names follow Prometheus' conventions: prefix ``storm_zmq_``, the object
+(``component``, ``worker``, ``topology``), base units (seconds, bytes), ``_total`` on
+counters. Latencies are summaries without quantiles (``_sum`` in seconds and
+``_count`` in samples), so ``rate(x_sum) / rate(x_count)`` is the mean latency over
+any window, which a mean gauge could not give. Every family is written once, with
+its ``# HELP`` and ``# TYPE``, and a series per topology/component/worker/peer.
+The table of names is in docs/observability.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from storm_zmq.metrics.summary import ComponentSummary, TopologySummary, WorkerSummary
+
+__all__ = ["CONTENT_TYPE", "escape_label_value", "render"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+Labels = tuple[tuple[str, str], ...]
+
+# (name, type, help, value of a component: None = no sample)
+_COMPONENT: list[tuple[str, str, str, Callable[[ComponentSummary], Any]]] = [
+    ("emitted_total", "counter",
+     "Tuples emitted by the component's code (Storm's emitted).", lambda c: c.emitted),
+    ("transferred_total", "counter",
+     "Tuple deliveries to target tasks, one per target (Storm's transferred).",
+     lambda c: c.transferred),
+    ("executed_total", "counter", "Tuples given to the bolt's process() (Storm's executed).",
+     lambda c: c.executed),
+    ("acked_total", "counter",
+     "Bolts: tuples acked; spouts: tuple trees completed (Storm's acked).", lambda c: c.acked),
+    ("failed_total", "counter",
+     "Bolts: tuples failed; spouts: tuple trees failed or timed out (Storm's failed).",
+     lambda c: c.failed),
+    ("malformed_total", "counter", "Remote tuples refused because they did not decode.",
+     lambda c: c.malformed),
+    ("errors_reported_total", "counter", "Calls of report_error() by the component.",
+     lambda c: c.errors_reported),
+    ("queued", "gauge", "Items now in the component's executors' receive queues.",
+     lambda c: c.queued),
+    ("queue_capacity", "gauge", "Capacity of the component's executors' receive queues.",
+     lambda c: c.queue_capacity),
+    ("pending", "gauge", "Spouts: tuple trees emitted and not yet acked or failed.",
+     lambda c: c.pending),
+    ("exhausted_tasks", "gauge", "Spout tasks that reported their input exhausted.",
+     lambda c: c.exhausted_tasks),
+    ("capacity_ratio", "gauge",
+     "Fraction of the last report window the busiest executor spent in process() "
+     "(Storm's capacity).", lambda c: c.capacity),
+    ("tasks", "gauge", "Tasks of the component.", lambda c: c.tasks),
+    ("executors", "gauge", "Executors (threads) of the component.", lambda c: c.executors),
+]
+
+_LATENCIES = [
+    ("execute", "Time inside the bolt's process() (Storm's execute latency), sampled."),
+    ("process", "Time from a tuple's arrival at the bolt to its ack (Storm's process "
+                "latency), sampled."),
+    ("complete", "Time from a spout emit to the tuple tree's completion (Storm's complete "
+                 "latency), sampled."),
+]
+
+_WORKER: list[tuple[str, str, str, Callable[[WorkerSummary], Any]]] = [
+    ("up", "gauge", "1 while the worker's last report is recent, 0 when it is stale.",
+     lambda w: 0 if w.stale else 1),
+    ("uptime_seconds", "gauge", "Seconds since the worker process started.",
+     lambda w: w.uptime_secs),
+    ("report_age_seconds", "gauge", "Age of the worker's last report.",
+     lambda w: w.age_secs),
+    ("resident_memory_bytes", "gauge", "Resident set size of the worker process.",
+     lambda w: w.rss_bytes),
+    ("open_fds", "gauge", "Open file descriptors of the worker process.",
+     lambda w: w.open_fds),
+    ("queued", "gauge", "Items in all executor receive queues of the worker.",
+     lambda w: w.queued),
+    ("transfer_queued", "gauge", "Batches in the worker's outbound transfer queue.",
+     lambda w: w.transfer_queued),
+    ("transfer_queue_capacity", "gauge", "Capacity of the worker's transfer queue.",
+     lambda w: w.transfer_capacity),
+    ("received_frames_total", "counter", "Frames the worker's transport received.",
+     lambda w: w.frames_received),
+    ("received_messages_total", "counter", "Task messages the worker's transport received.",
+     lambda w: w.messages_received),
+    ("received_bytes_total", "counter", "Bytes the worker's transport received.",
+     lambda w: w.bytes_received),
+    ("backpressure_events_total", "counter",
+     "Times the worker told peers to stop sending to one of its tasks.",
+     lambda w: w.backpressure_events),
+    ("throttled_tasks", "gauge", "Tasks of the worker throttled by backpressure now.",
+     lambda w: len(w.throttled_tasks)),
+]
+
+_PEER: list[tuple[str, str, str]] = [
+    ("sent_frames_total", "frames_sent", "Frames sent to the peer worker."),
+    ("sent_messages_total", "messages_sent", "Task messages sent to the peer worker."),
+    ("sent_bytes_total", "bytes_sent", "Bytes sent to the peer worker."),
+    ("send_timeouts_total", "send_timeouts", "Sends to the peer that timed out."),
+    ("reconnects_total", "reconnects", "Reconnections to the peer worker."),
+]
+
+
+def escape_label_value(value: str) -> str:
+    """Backslash, double quote and line feed escaped, as the format requires."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _value(value: float) -> str:
+    if isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+class _Family:
+    def __init__(self, name: str, kind: str, help_text: str) -> None:
+        self.name, self.kind, self.help = name, kind, help_text
+        self.samples: list[tuple[str, Labels, float]] = []
+
+    def add(self, labels: Labels, value: Any, suffix: str = "") -> None:
+        """A sample; None (not known) is left out rather than written as 0."""
+        if isinstance(value, int | float):
+            self.samples.append((self.name + suffix, labels, value))
+
+    def lines(self) -> list[str]:
+        help_text = self.help.replace("\\", "\\\\").replace("\n", "\\n")
+        out = [f"# HELP {self.name} {help_text}", f"# TYPE {self.name} {self.kind}"]
+        for name, labels, value in self.samples:
+            text = ",".join(f'{key}="{escape_label_value(str(v))}"' for key, v in labels)
+            out.append(f"{name}{{{text}}} {_value(value)}" if text else f"{name} {_value(value)}")
+        return out
+
+
+def render(summaries: Iterable[TopologySummary]) -> str:
+    """The exposition text for `summaries` (one scrape), ending in a newline."""
+    summaries = list(summaries)
+    families: list[_Family] = []
+
+    def family(name: str, kind: str, help_text: str) -> _Family:
+        created = _Family(f"storm_zmq_{name}", kind, help_text)
+        families.append(created)
+        return created
+
+    info = family("topology_info", "gauge",
+                  "1 per topology, with its id and status as labels.")
+    workers = family("topology_workers", "gauge", "Workers the topology is configured with.")
+    reporting = family("topology_workers_reporting", "gauge",
+                       "Workers whose report is recent.")
+    uptime = family("topology_uptime_seconds", "gauge", "Seconds since the topology was "
+                    "submitted (local mode: started).")
+    for s in summaries:
+        info.add((("topology", s.name), ("id", s.topology_id or ""),
+                  ("status", s.status or "")), 1)
+        workers.add((("topology", s.name),), s.num_workers)
+        reporting.add((("topology", s.name),), s.totals()["workers_reporting"])
+        uptime.add((("topology", s.name),), s.uptime_secs)
+
+    for suffix, kind, help_text, get in _COMPONENT:
+        f = family(f"component_{suffix}", kind, help_text)
+        for s in summaries:
+            for c in s.components:
+                f.add(_component_labels(s, c), get(c))
+    for which, help_text in _LATENCIES:
+        f = family(f"component_{which}_latency_seconds", "summary", help_text)
+        for s in summaries:
+            for c in s.components:
+                labels = _component_labels(s, c)
+                f.add(labels, getattr(c, f"{which}_ms_total") / 1000.0, "_sum")
+                f.add(labels, getattr(c, f"{which}_samples"), "_count")
+
+    for suffix, kind, help_text, get in _WORKER:
+        f = family(f"worker_{suffix}", kind, help_text)
+        for s in summaries:
+            for w in s.workers:
+                f.add(_worker_labels(s, w), get(w))
+    refused = family("worker_refused_total", "counter",
+                     "Input the worker dropped, by kind (unknown task, bad frame, ...).")
+    for s in summaries:
+        for w in s.workers:
+            for kind in sorted(w.refused):
+                refused.add(_worker_labels(s, w) + (("kind", kind),), w.refused[kind])
+    for suffix, key, help_text in _PEER:
+        f = family(f"worker_{suffix}", "counter", help_text)
+        for s in summaries:
+            for w in s.workers:
+                for peer in sorted(w.peers, key=_peer_order):
+                    if key in w.peers[peer]:
+                        f.add(_worker_labels(s, w) + (("peer", peer),), w.peers[peer][key])
+    errors = family("component_recent_errors", "gauge",
+                    "Errors of the component currently kept (at most 10).")
+    for s in summaries:
+        for c in s.components:
+            errors.add(_component_labels(s, c), len(c.errors))
+
+    lines: list[str] = []
+    for f in families:
+        lines += f.lines()
+    return "\n".join(lines) + "\n"
+
+
+def _component_labels(s: TopologySummary, c: ComponentSummary) -> Labels:
+    return (("topology", s.name), ("component", c.name), ("kind", c.kind))
+
+
+def _worker_labels(s: TopologySummary, w: WorkerSummary) -> Labels:
+    return (("topology", s.name), ("host", w.host or ""),
+            ("port", "" if w.port is None else str(w.port)),
+            ("worker", "" if w.worker is None else str(w.worker)))
+
+
+def _peer_order(peer: str) -> Sequence[Any]:
+    return (0, int(peer), "") if peer.isdigit() else (1, 0, peer)

@@ -1,0 +1,230 @@
+"""Where summaries come from: the thin I/O shell around `summarize`.
+
+- `ClusterSource`: a started `ClusterState`; topology records, worker heartbeats and
+  errors from ZooKeeper. The graph (components' kinds and inputs) comes from the
+  record's ``layout`` when the submitter stored one, else from the topology's code
+  package, loaded once per topology id in a child process (the topology file imports
+  user code, which must not run inside, or break, the UI process), else from the
+  record's bare component list.
+- `LocalSource`: a local run's `RunStats` (`storm-zmq run --ui`).
+
+Both answer `topologies()` and `summary(name)`; an unknown name raises
+`UnknownTopology` naming the running ones.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from storm_zmq.metrics.summary import TopologyLayout, TopologySummary, reports_from_beats, summarize
+
+__all__ = ["ClusterSource", "LocalSource", "MetricsSource", "UnknownTopology", "layout_from_package"]
+
+log = logging.getLogger(__name__)
+
+#: Seconds a child process may take to load a topology's code for its graph.
+LAYOUT_TIMEOUT = 60.0
+#: A summary this recent is served again instead of reading ZooKeeper (several
+#: browsers refreshing every second must not multiply the load).
+CACHE_SECS = 0.5
+
+
+class UnknownTopology(LookupError):
+    """No topology of that name is running; the message names the ones that are."""
+
+    def __init__(self, name: str, running: list[str]) -> None:
+        listed = ", ".join(sorted(running)) if running else "none"
+        super().__init__(f"no running topology named {name!r} (running: {listed})")
+        self.name = name
+        self.running = running
+
+
+class MetricsSource(Protocol):
+    def topologies(self) -> list[dict[str, Any]]:
+        """One row per topology: name, id, status, num_workers, uptime_secs."""
+        ...
+
+    def summary(self, name: str) -> TopologySummary:
+        """The topology called `name` now; `UnknownTopology` if there is none."""
+        ...
+
+
+class ClusterSource:
+    """Summaries of the topologies in a cluster (see the module docstring). Thread
+    safe: ZooKeeper reads are serialized (one kazoo retry object is shared)."""
+
+    def __init__(self, state: Any, *, clock: Callable[[], float] = time.time,
+                 layout_timeout: float = LAYOUT_TIMEOUT, cache_secs: float = CACHE_SECS) -> None:
+        self.state = state
+        self.clock = clock
+        self.layout_timeout = layout_timeout
+        self.cache_secs = cache_secs
+        # a worker heartbeat older than this is a dead worker to nimbus: not counted
+        self.stale_after = float(state.conf.get("nimbus.task.timeout.secs", 30))
+        self._lock = threading.Lock()
+        self._layouts: dict[str, TopologyLayout] = {}
+        self._cache: dict[str, tuple[float, TopologySummary]] = {}
+
+    def _records(self) -> list[tuple[str, dict[str, Any]]]:
+        records = []
+        for topology_id in self.state.topologies():
+            record = self.state.get_topology(topology_id)
+            if isinstance(record, dict) and isinstance(record.get("name"), str):
+                records.append((topology_id, record))
+        return records
+
+    def topologies(self) -> list[dict[str, Any]]:
+        with self._lock:
+            records = self._records()
+        now = self.clock()
+        return [{
+            "name": record["name"],
+            "id": topology_id,
+            "status": record.get("status"),
+            "num_workers": record.get("num_workers"),
+            "uptime_secs": (now - record["launch_time"])
+            if isinstance(record.get("launch_time"), int | float) else None,
+        } for topology_id, record in records]
+
+    def find(self, name: str) -> tuple[str, dict[str, Any]]:
+        """(id, record) of the live (not killed) topology called `name`."""
+        records = self._records()
+        for topology_id, record in records:
+            if record["name"] == name and record.get("status") != "killed":
+                return topology_id, record
+        raise UnknownTopology(name, [r["name"] for _, r in records
+                                     if r.get("status") != "killed"])
+
+    def summary(self, name: str) -> TopologySummary:
+        with self._lock:
+            cached = self._cache.get(name)
+            now = self.clock()
+            if cached is not None and 0 <= now - cached[0] < self.cache_secs:
+                return cached[1]
+            topology_id, record = self.find(name)
+            layout = self._layout(topology_id, record)
+            beats = self.state.worker_beats(topology_id)
+            errors = self.state.errors(topology_id)
+            summary = summarize(
+                layout, reports_from_beats(beats), name=name, errors=errors,
+                topology_id=topology_id, status=record.get("status"),
+                launch_time=record.get("launch_time"), num_workers=record.get("num_workers"),
+                now=now, stale_after=self.stale_after,
+            )
+            self._cache[name] = (now, summary)
+            return summary
+
+    def _layout(self, topology_id: str, record: dict[str, Any]) -> TopologyLayout:
+        if topology_id in self._layouts:
+            return self._layouts[topology_id]
+        layout = None
+        if isinstance(record.get("layout"), dict):
+            layout = TopologyLayout.from_record(record)
+        else:
+            try:
+                data = self.state.get_code(topology_id)
+                if data is not None:
+                    layout = layout_from_package(
+                        data, str(record["topology_file"]), str(record["topology_class"]),
+                        timeout=self.layout_timeout)
+            except Exception as exc:  # the numbers matter more than the drawing
+                log.warning("no graph for topology %s from its code: %s", topology_id, exc)
+        if layout is None:
+            return TopologyLayout.from_record(record)  # not cached: try again next time
+        self._layouts[topology_id] = layout
+        return layout
+
+
+def layout_from_package(data: bytes, topology_file: str, topology_class: str, *,
+                        timeout: float = LAYOUT_TIMEOUT) -> TopologyLayout:
+    """The layout of the topology in code package `data`, loaded by a child Python
+    (`main` below) in a temporary directory. Raises RuntimeError saying why not."""
+    from storm_zmq.cluster.package import unpack_package
+
+    with tempfile.TemporaryDirectory(prefix="storm-zmq-layout-") as temp:
+        code = Path(temp) / "code"
+        unpack_package(data, code)
+        try:
+            result = subprocess.run(
+                [sys.executable, "-m", "storm_zmq.metrics.sources",
+                 str(code / topology_file), topology_class],
+                capture_output=True, text=True, timeout=timeout, cwd=temp)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"loading {topology_file} took over {timeout:g} s") from None
+    if result.returncode != 0:
+        lines = result.stderr.strip().splitlines()
+        raise RuntimeError(f"loading {topology_file} failed: {lines[-1] if lines else '?'}")
+    return TopologyLayout.from_dict(json.loads(result.stdout))
+
+
+class LocalSource:
+    """The one topology of a local run. `attach(stats)` hands over the runner's
+    `RunStats` once the workers run; before that the topology shows as starting."""
+
+    def __init__(self, layout: TopologyLayout, name: str, *, num_workers: int | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.layout = layout
+        self.name = name
+        self.num_workers = num_workers
+        self.clock = clock
+        self.stats: Any = None
+        self._attached_at: float | None = None
+
+    def attach(self, stats: Any) -> None:
+        """Called from `RunOptions.on_started` with the runner's `RunStats`."""
+        self.stats = stats
+        self._attached_at = self.clock()
+
+    def _status(self) -> str:
+        stats = self.stats
+        if stats is None:
+            return "starting"
+        return "stopped" if getattr(stats, "stopped_at", None) is not None else "active"
+
+    def _launch_time(self) -> float | None:
+        started = getattr(self.stats, "started_at", None)
+        if isinstance(started, int | float):  # RunStats keeps monotonic times
+            return self.clock() - (time.monotonic() - started)
+        return self._attached_at
+
+    def topologies(self) -> list[dict[str, Any]]:
+        launch = self._launch_time()
+        return [{"name": self.name, "id": None, "status": self._status(),
+                 "num_workers": self.num_workers,
+                 "uptime_secs": None if launch is None else max(0.0, self.clock() - launch)}]
+
+    def summary(self, name: str) -> TopologySummary:
+        if name != self.name:
+            raise UnknownTopology(name, [self.name])
+        # list() copies in one step under the GIL while the runner thread updates
+        reports = list(self.stats.latest.values()) if self.stats is not None else []
+        return summarize(self.layout, reports, name=self.name, status=self._status(),
+                         launch_time=self._launch_time(), num_workers=self.num_workers,
+                         now=self.clock())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m storm_zmq.metrics.sources TOPOLOGY_FILE CLASS``: print the
+    topology's layout as JSON (run by `layout_from_package` in a child process)."""
+    from storm_zmq.topology import load_topology
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m storm_zmq.metrics.sources TOPOLOGY_FILE CLASS", file=sys.stderr)
+        return 2
+    definition = load_topology(args[0], args[1]).definition()
+    print(json.dumps(TopologyLayout.from_definition(definition).to_dict()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

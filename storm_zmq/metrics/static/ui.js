@@ -1,0 +1,243 @@
+// storm-zmq web UI: fetches /api/topologies and /api/topology/<name> every second
+// and renders them. Every shown number carries data-metric and data-value (the raw
+// number from the API) so tests and scripts can read the page; text from the
+// cluster only ever goes in through textContent.
+"use strict";
+
+const REFRESH_MS = 1000;
+const SVG = "http://www.w3.org/2000/svg";
+
+function el(tag, attrs, text) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, String(value));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+const fmt = {
+  count: (v) => (v === null || v === undefined ? "-" : Math.round(v).toLocaleString("en-US")),
+  ms: (v) => (v === null || v === undefined ? "-" : v.toFixed(3)),
+  ratio: (v) => (v === null || v === undefined ? "-" : v.toFixed(3)),
+  text: (v) => (v === null || v === undefined ? "-" : String(v)),
+  bytes: (v) => {
+    if (v === null || v === undefined) return "-";
+    for (const [unit, scale] of [["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]]) {
+      if (v >= scale) return (v / scale).toFixed(1) + " " + unit;
+    }
+    return v + " B";
+  },
+  duration: (v) => {
+    if (v === null || v === undefined) return "-";
+    let s = Math.floor(v);
+    const d = Math.floor(s / 86400); s -= d * 86400;
+    const h = Math.floor(s / 3600); s -= h * 3600;
+    const m = Math.floor(s / 60); s -= m * 60;
+    if (d) return `${d}d ${h}h`;
+    if (h) return `${h}h ${m}m`;
+    if (m) return `${m}m ${s}s`;
+    return `${s}s`;
+  },
+  age: (v) => (v === null || v === undefined ? "-" : v.toFixed(1) + "s"),
+};
+
+// a table cell holding one metric: data-value is the raw number ("" when unknown)
+function cell(attrs, metric, value, format) {
+  const isNum = format !== fmt.text;
+  const td = el("td", { ...attrs, "data-metric": metric,
+    "data-value": value === null || value === undefined ? "" : String(value),
+    class: isNum ? "num" : "" }, format(value));
+  return td;
+}
+
+function selected() {
+  return new URLSearchParams(window.location.search).get("topology");
+}
+
+async function getJSON(url) {
+  const response = await fetch(url, { cache: "no-store" });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+function renderTopologies(rows, current) {
+  const tbody = document.querySelector("#topologies tbody");
+  tbody.replaceChildren();
+  for (const row of rows) {
+    const tr = el("tr", { "data-topology": row.name });
+    const link = el("a", { href: "?topology=" + encodeURIComponent(row.name) }, row.name);
+    if (row.name === current) link.setAttribute("aria-current", "page");
+    const name = el("td");
+    name.append(link);
+    tr.append(name, el("td", {}, row.id || "-"), el("td", { "data-metric": "status" }, row.status || "-"),
+      cell({}, "num_workers", row.num_workers, fmt.count),
+      cell({}, "uptime_secs", row.uptime_secs, fmt.duration));
+    tbody.append(tr);
+  }
+  if (!rows.length) tbody.append(el("tr", {}, "no topologies"));
+}
+
+function renderTotals(summary) {
+  const t = summary.totals;
+  const tbody = document.querySelector("#totals tbody");
+  tbody.replaceChildren();
+  const tr = el("tr", { "data-scope": "topology" });
+  const items = [
+    ["status", summary.status, fmt.text], ["uptime_secs", summary.uptime_secs, fmt.duration],
+    ["workers_reporting", t.workers_reporting, fmt.count], ["emitted", t.emitted, fmt.count],
+    ["transferred", t.transferred, fmt.count], ["acked", t.acked, fmt.count],
+    ["failed", t.failed, fmt.count], ["pending", t.pending, fmt.count],
+    ["complete_latency_ms", t.complete_latency_ms, fmt.ms],
+  ];
+  for (const [metric, value, format] of items) {
+    tr.append(el("td", { class: "label" }, metric.replace(/_/g, " ")));
+    tr.append(cell({ "data-scope": "topology" }, metric, value, format));
+  }
+  tbody.append(tr);
+}
+
+function renderComponents(summary) {
+  const tbody = document.querySelector("#components tbody");
+  tbody.replaceChildren();
+  for (const c of summary.components) {
+    const a = { "data-component": c.name };
+    const tr = el("tr", a);
+    tr.append(el("td", a, c.name), el("td", { ...a, "data-metric": "kind" }, c.kind),
+      cell(a, "tasks", c.tasks, fmt.count), cell(a, "emitted", c.emitted, fmt.count),
+      cell(a, "transferred", c.transferred, fmt.count), cell(a, "executed", c.executed, fmt.count),
+      cell(a, "acked", c.acked, fmt.count), cell(a, "failed", c.failed, fmt.count),
+      cell(a, "execute_latency_ms", c.execute_latency_ms, fmt.ms),
+      cell(a, "process_latency_ms", c.process_latency_ms, fmt.ms),
+      cell(a, "complete_latency_ms", c.complete_latency_ms, fmt.ms),
+      cell(a, "capacity", c.capacity, fmt.ratio), cell(a, "queued", c.queued, fmt.count),
+      cell(a, "pending", c.pending, fmt.count), cell(a, "errors", c.errors.length, fmt.count));
+    tbody.append(tr);
+  }
+}
+
+function renderWorkers(summary) {
+  const tbody = document.querySelector("#workers tbody");
+  tbody.replaceChildren();
+  for (const w of summary.workers) {
+    const a = { "data-worker": w.key };
+    const tr = el("tr", { ...a, class: w.stale ? "stale" : "" });
+    tr.append(cell(a, "worker", w.worker, fmt.text), el("td", a, w.key),
+      cell(a, "pid", w.pid, fmt.text), cell(a, "uptime_secs", w.uptime_secs, fmt.duration),
+      cell(a, "rss_bytes", w.rss_bytes, fmt.bytes), cell(a, "open_fds", w.open_fds, fmt.count),
+      cell(a, "queued", w.queued, fmt.count), cell(a, "transfer_queued", w.transfer_queued, fmt.count),
+      cell(a, "refused_total", w.refused_total, fmt.count),
+      cell(a, "frames_received", w.frames_received, fmt.count),
+      cell(a, "frames_sent", w.frames_sent, fmt.count), cell(a, "bytes_sent", w.bytes_sent, fmt.bytes),
+      cell(a, "reconnects", w.reconnects, fmt.count),
+      cell(a, "backpressure_events", w.backpressure_events, fmt.count),
+      cell(a, "age_secs", w.age_secs, fmt.age));
+    tbody.append(tr);
+  }
+}
+
+function renderErrors(summary) {
+  const box = document.getElementById("errors");
+  box.replaceChildren();
+  const names = Object.keys(summary.errors).filter((n) => summary.errors[n].length);
+  if (!names.length) {
+    box.append(el("p", { id: "no-errors" }, "none"));
+    return;
+  }
+  for (const name of names) {
+    const section = el("div", { class: "error-list", "data-errors-of": name });
+    section.append(el("h4", {}, name));
+    for (const e of summary.errors[name]) {
+      const when = e.time ? new Date(e.time * 1000).toLocaleTimeString() : "?";
+      const where = [e.task !== null ? "task " + e.task : null,
+        e.host ? e.host + ":" + e.port : null].filter(Boolean).join(", ");
+      section.append(el("div", { class: "when" }, when + (where ? " (" + where + ")" : "")));
+      section.append(el("pre", { "data-error-of": name }, e.text));
+    }
+    box.append(section);
+  }
+}
+
+function renderGraph(summary) {
+  const g = summary.graph;
+  const byName = Object.fromEntries(summary.components.map((c) => [c.name, c]));
+  const root = svg("svg", { width: g.width, height: g.height, viewBox: `0 0 ${g.width} ${g.height}`,
+    role: "img", "aria-label": "topology graph" });
+  const defs = svg("defs");
+  const marker = svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5,
+    markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+  marker.append(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#778" }));
+  defs.append(marker);
+  root.append(defs);
+  const pos = Object.fromEntries(g.nodes.map((n) => [n.name, n]));
+  const w = g.node_width, h = g.node_height;
+  for (const e of g.edges) {
+    const s = pos[e.source], t = pos[e.target];
+    const x1 = s.x + w, y1 = s.y + h / 2, x2 = t.x, y2 = t.y + h / 2;
+    const bend = Math.max(40, Math.abs(x2 - x1) / 2);
+    const path = svg("path", { class: "edge", "data-edge": e.source + "->" + e.target,
+      d: `M ${x1} ${y1} C ${x1 + bend} ${y1}, ${x2 - bend} ${y2}, ${x2} ${y2}`,
+      "marker-end": "url(#arrow)" });
+    root.append(path);
+    const label = e.stream === "default" ? e.grouping : e.stream + " / " + e.grouping;
+    root.append(svg("text", { class: "edge-label", x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4,
+      "text-anchor": "middle" }, label));
+  }
+  for (const n of g.nodes) {
+    const c = byName[n.name] || { kind: "unknown" };
+    const group = svg("g", { class: "node " + c.kind, "data-node": n.name,
+      transform: `translate(${n.x},${n.y})` });
+    group.append(svg("rect", { width: w, height: h, rx: 6 }));
+    group.append(svg("text", { class: "name", x: 8, y: 18 }, n.name));
+    const metric = c.kind === "spout" ? "emitted" : "executed";
+    const value = c[metric];
+    group.append(svg("text", { x: 8, y: 36, "data-metric": metric,
+      "data-value": value === undefined ? "" : value }, `${metric} ${fmt.count(value)}`));
+    root.append(group);
+  }
+  document.getElementById("graph").replaceChildren(root);
+}
+
+function setStatus(text, isError) {
+  const status = document.getElementById("status");
+  status.textContent = text;
+  status.className = "status" + (isError ? " error" : "");
+  document.body.setAttribute("data-error", isError ? text : "");
+}
+
+async function refresh() {
+  try {
+    const rows = await getJSON("api/topologies");
+    const name = selected() || (rows.find((r) => r.status !== "killed") || rows[0] || {}).name;
+    renderTopologies(rows, name);
+    const main = document.getElementById("topology");
+    if (name) {
+      const summary = await getJSON("api/topology/" + encodeURIComponent(name));
+      document.getElementById("topology-title").textContent =
+        summary.name + (summary.id ? " (" + summary.id + ")" : "");
+      main.setAttribute("data-topology", summary.name);
+      renderTotals(summary);
+      renderGraph(summary);
+      renderComponents(summary);
+      renderWorkers(summary);
+      renderErrors(summary);
+      main.hidden = false;
+    } else {
+      main.hidden = true;
+    }
+    setStatus("updated " + new Date().toLocaleTimeString(), false);
+    const body = document.body;
+    body.setAttribute("data-refreshes", String(Number(body.getAttribute("data-refreshes")) + 1));
+  } catch (err) {
+    setStatus(String(err.message || err), true);
+  }
+  setTimeout(refresh, REFRESH_MS);
+}
+
+refresh();

@@ -1,0 +1,165 @@
+"""The web UI: a small HTTP server over a `MetricsSource` (storm_zmq.metrics.sources).
+
+Routes::
+
+    /                       the page (static/index.html, ui.js, ui.css): it fetches
+                            the JSON below every second and draws tables and the graph
+    /api/topologies         [{"name", "id", "status", "num_workers", "uptime_secs"}]
+    /api/topology/<name>    TopologySummary.to_dict() (404 unknown name)
+    /metrics                Prometheus text format 0.0.4, every topology
+
+The standard library's ThreadingHTTPServer, one thread per request, bounded: at most
+`MAX_REQUESTS` are served at once, others get 503 at once (a stuck ZooKeeper read
+must not pile up threads). A source failure (ZooKeeper unreachable) is a 503 with the
+message as JSON, which the page shows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from storm_zmq.metrics import prometheus
+from storm_zmq.metrics.sources import MetricsSource, UnknownTopology
+
+__all__ = ["MAX_REQUESTS", "MetricsServer"]
+
+log = logging.getLogger(__name__)
+
+#: Requests served at once; more are answered 503 without waiting.
+MAX_REQUESTS = 16
+
+_STATIC = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/index.html": ("index.html", "text/html; charset=utf-8"),
+    "/ui.js": ("ui.js", "text/javascript; charset=utf-8"),
+    "/ui.css": ("ui.css", "text/css; charset=utf-8"),
+}
+
+
+def _static(name: str) -> bytes:
+    return resources.files("storm_zmq.metrics").joinpath("static", name).read_bytes()
+
+
+class MetricsServer(ThreadingHTTPServer):
+    """``MetricsServer(source, host, port)`` binds at once (a busy port raises
+    OSError here, before anything else starts); `start()` serves on a daemon thread;
+    `stop()` ends it. Port 0 picks a free port (`port` tells which)."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, source: MetricsSource, host: str = "127.0.0.1", port: int = 8080) -> None:
+        self.source = source
+        self._slots = threading.BoundedSemaphore(MAX_REQUESTS)
+        self._thread: threading.Thread | None = None
+        super().__init__((host, port), _Handler)
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    @property
+    def url(self) -> str:
+        host = self.server_address[0]
+        host = "127.0.0.1" if host in ("0.0.0.0", "") else host
+        return f"http://{host}:{self.port}/"
+
+    def start(self) -> MetricsServer:
+        self._thread = threading.Thread(target=self.serve_forever, name="storm-ui",
+                                        kwargs={"poll_interval": 0.2}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self.server_close()
+
+    def __enter__(self) -> MetricsServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: MetricsServer
+    # HTTP/1.0: one request per connection, so a thread lives as long as its request
+    # (keep-alive connections of idle browsers would each hold one); and a client
+    # that sends nothing gives its thread back after `timeout` seconds
+    protocol_version = "HTTP/1.0"
+    timeout = 10
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
+        log.debug("%s %s", self.address_string(), format % args)
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib's name
+        if not self.server._slots.acquire(blocking=False):
+            self._send(HTTPStatus.SERVICE_UNAVAILABLE, _json({"error": "busy, try again"}),
+                       "application/json")
+            return
+        try:
+            self._route(urlsplit(self.path).path)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            self.server._slots.release()
+
+    def _route(self, path: str) -> None:
+        source = self.server.source
+        if path in _STATIC:
+            name, content_type = _STATIC[path]
+            self._send(HTTPStatus.OK, _static(name), content_type)
+            return
+        try:
+            if path == "/api/topologies":
+                body, kind = _json(source.topologies()), "application/json"
+            elif path.startswith("/api/topology/"):
+                body = _json(source.summary(unquote(path[len("/api/topology/"):])).to_dict())
+                kind = "application/json"
+            elif path == "/metrics":
+                summaries = []
+                for row in source.topologies():
+                    if row.get("status") == "killed":
+                        continue
+                    try:
+                        summaries.append(source.summary(row["name"]))
+                    except UnknownTopology:  # killed since it was listed
+                        continue
+                body, kind = prometheus.render(summaries).encode(), prometheus.CONTENT_TYPE
+            else:
+                self._send(HTTPStatus.NOT_FOUND, _json({"error": f"no page {path}"}),
+                           "application/json")
+                return
+        except UnknownTopology as exc:
+            self._send(HTTPStatus.NOT_FOUND, _json({"error": str(exc)}), "application/json")
+            return
+        except Exception as exc:  # ZooKeeper down, a damaged record: say so, keep serving
+            log.warning("serving %s: %s", path, exc)
+            self._send(HTTPStatus.SERVICE_UNAVAILABLE, _json({"error": str(exc)}),
+                       "application/json")
+            return
+        self._send(HTTPStatus.OK, body, kind)
+
+    def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _json(value: Any) -> bytes:
+    # NaN/Infinity are not JSON; summaries never hold them, and allow_nan=False
+    # turns a slip into an error here instead of a page that cannot parse it
+    return json.dumps(value, allow_nan=False, separators=(",", ":")).encode()

@@ -1,0 +1,99 @@
+"""`storm-zmq ui` as a real process over a real ZooKeeper: it serves what is in
+ZooKeeper, stops on SIGTERM, and fails in one line when it cannot start."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.cluster import conftest as cluster_fixtures
+from tests.messaging.conftest import free_port
+
+zookeeper = cluster_fixtures.zookeeper
+zk_conf = cluster_fixtures.zk_conf
+make_state = cluster_fixtures.make_state
+
+
+def start_ui(conf_file: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "storm_zmq.cli.main", "ui", "-c", str(conf_file), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def fetch(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        body = response.read().decode()
+        return json.loads(body) if "json" in response.headers["Content-Type"] else body
+
+
+def test_the_ui_serves_the_cluster_and_stops_on_sigterm(tmp_path: Path, zk_conf: dict[str, Any],
+                                                        make_state: Any) -> None:
+    state = make_state()
+    now = time.time()
+    state.set_topology("t-1", {"name": "t", "status": "active", "num_workers": 1,
+                               "launch_time": now, "conf": {}, "components": {"s": [1, 1]}})
+    state.heartbeat("t-1", "127.0.0.1", 6700, {"time": now, "stats": {
+        "worker": 0, "components": {"s": {"kind": "spout", "emitted": 77}}}})
+    conf_file = tmp_path / "storm.yaml"
+    port = free_port()
+    conf_file.write_text(yaml.safe_dump({**zk_conf, "ui.port": port}))  # the port from config
+    process = start_ui(conf_file)
+    try:
+        line = process.stdout.readline()  # type: ignore[union-attr]
+        assert line == f"storm-zmq UI at http://127.0.0.1:{port}/ (Prometheus metrics at " \
+            f"http://127.0.0.1:{port}/metrics)\n", process.stderr.read()  # type: ignore[union-attr]
+        url = f"http://127.0.0.1:{port}/"
+        assert [row["name"] for row in fetch(url + "api/topologies")] == ["t"]
+        summary = fetch(url + "api/topology/t")
+        assert summary["components"][0]["emitted"] == 77 and summary["id"] == "t-1"
+        assert 'storm_zmq_component_emitted_total{topology="t",component="s",kind="spout"} 77' \
+            in fetch(url + "metrics")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(15) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_a_busy_port_is_one_line(tmp_path: Path, zk_conf: dict[str, Any]) -> None:
+    conf_file = tmp_path / "storm.yaml"
+    conf_file.write_text(yaml.safe_dump(zk_conf))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        process = start_ui(conf_file, "--port", str(port))
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 2
+    assert err == f"storm-zmq: error: cannot serve the UI on 127.0.0.1:{port}: Address " \
+        "already in use (ui.host / ui.port, --host / --port)\n"
+
+
+def test_zookeeper_unreachable_is_one_line(tmp_path: Path) -> None:
+    conf_file = tmp_path / "storm.yaml"
+    conf_file.write_text(yaml.safe_dump({"storm.zookeeper.servers": ["127.0.0.1"],
+                                         "storm.zookeeper.port": free_port(),
+                                         "storm.zookeeper.connection.timeout": 500}))
+    process = start_ui(conf_file, "--port", "0")
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2
+    assert err.startswith("storm-zmq: error: cannot reach ZooKeeper at 127.0.0.1:")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("port", ["-1", "70000"])
+def test_a_port_out_of_range_is_refused(tmp_path: Path, port: str) -> None:
+    process = start_ui(tmp_path / "missing.yaml", "--port", port)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 2 and "error" in err

@@ -1,0 +1,90 @@
+"""Where summaries come from: ZooKeeper (real server) and a local run's RunStats."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from storm_zmq.cluster.package import build_package
+from storm_zmq.metrics.sources import (
+    ClusterSource,
+    LocalSource,
+    UnknownTopology,
+    layout_from_package,
+)
+from storm_zmq.metrics.summary import ComponentLayout, Edge, TopologyLayout
+
+PROJECT = Path(__file__).parents[1] / "runtime" / "project"
+
+
+def test_the_layout_comes_from_the_code_package_in_a_child_process() -> None:
+    package = build_package(PROJECT / "topologies" / "cluster_ids.py")
+    layout = layout_from_package(package.data, package.topology_file, package.topology_class)
+    assert [(c.name, c.kind, c.par) for c in layout.components] == \
+        [("numbers", "spout", 2), ("relay", "bolt", 2), ("sink", "bolt", 2)]
+    assert layout.edges == (Edge("numbers", "relay", "default", "fields(id)"),
+                            Edge("relay", "sink", "default", "shuffle"))
+
+
+def test_a_package_that_does_not_load_says_why() -> None:
+    package = build_package(PROJECT / "topologies" / "cluster_ids.py")
+    with pytest.raises(RuntimeError, match=r"loading topologies/cluster_ids.py failed: .*Nope"):
+        layout_from_package(package.data, package.topology_file, "Nope")
+
+
+def test_cluster_source_reads_zookeeper_and_caches_the_graph(make_state: Any) -> None:
+    state = make_state()
+    package = build_package(PROJECT / "topologies" / "cluster_ids.py")
+    now = time.time()
+    state.put_code("ids-1", package.data)
+    state.set_topology("ids-1", {
+        "name": "ids", "status": "active", "num_workers": 2, "launch_time": now - 10,
+        "conf": {}, "components": {"numbers": [2, 2], "relay": [2, 2], "sink": [2, 2]},
+        "topology_file": package.topology_file, "topology_class": package.topology_class})
+    state.set_topology("gone-1", {"name": "gone", "status": "killed", "num_workers": 1,
+                                  "launch_time": now, "conf": {}, "components": {}})
+    state.heartbeat("ids-1", "127.0.0.1", 6700, {"time": now, "stats": {
+        "worker": 0, "components": {"numbers": {"emitted": 5}}}})
+    state.heartbeat("ids-1", "127.0.0.1", 6701, {"time": now - 60, "stats": {  # dead worker
+        "worker": 1, "components": {"numbers": {"emitted": 500}}}})
+    state.report_error("ids-1", "relay", "boom", host="127.0.0.1", port=6700, task=3)
+    clock = [now]
+    source = ClusterSource(state, clock=lambda: clock[0])
+    assert [(r["name"], r["status"]) for r in source.topologies()] == \
+        [("gone", "killed"), ("ids", "active")]
+    summary = source.summary("ids")
+    assert summary.topology_id == "ids-1" and summary.uptime_secs == 10
+    assert summary.component("numbers").emitted == 5  # the stale worker is not counted
+    assert [w.stale for w in summary.workers] == [False, True]
+    assert [e.text for e in summary.component("relay").errors] == ["boom"]
+    assert len(summary.edges) == 2  # loaded from the code package
+    assert source.summary("ids") is summary  # within CACHE_SECS: not read again
+    clock[0] += 1
+    state.remove_code("ids-1")  # the graph is kept per topology id: not loaded again
+    again = source.summary("ids")
+    assert again is not summary and again.edges == summary.edges
+    with pytest.raises(UnknownTopology, match=r"no running topology named 'gone' \(running: ids\)"):
+        source.summary("gone")
+
+
+def test_local_source_before_and_after_the_run_starts() -> None:
+    layout = TopologyLayout((ComponentLayout("s", "spout", 1, 1),))
+    source = LocalSource(layout, "t", num_workers=2)
+    assert source.topologies()[0]["status"] == "starting"
+    assert source.summary("t").component("s").emitted == 0
+    stats = SimpleNamespace(latest={}, started_at=None, stopped_at=None)
+    source.attach(stats)
+    stats.latest[0] = {"worker": 0, "components": {"s": {"emitted": 3}}}
+    stats.latest[1] = {"worker": 1, "components": {"s": {"emitted": 4}}}
+    stats.started_at = time.monotonic() - 30
+    summary = source.summary("t")
+    assert summary.status == "active" and summary.component("s").emitted == 7
+    assert summary.uptime_secs is not None and 29 < summary.uptime_secs < 40
+    stats.stopped_at = time.monotonic()
+    assert source.topologies()[0]["status"] == "stopped"
+    with pytest.raises(UnknownTopology, match=r"running: t\)"):
+        source.summary("other")

@@ -1,0 +1,331 @@
+"""The web UI: the HTTP server over fixed reports, the page in headless Chromium, and
+end to end on real runs: `storm-zmq run --ui` (local mode) and `storm-zmq ui` over a
+real cluster, whose page must show what `storm-zmq stats --json` prints."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from contextlib import ExitStack
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from storm_zmq.metrics.sources import LocalSource, UnknownTopology
+from storm_zmq.metrics.summary import ACKER, ComponentLayout, Edge, TopologyLayout, TopologySummary
+from storm_zmq.metrics.ui import MAX_REQUESTS, MetricsServer
+from tests.cluster.test_cluster import Cluster, wait_for
+from tests.metrics.browser import PageValues, dump_dom
+
+PROJECT = Path(__file__).parents[1] / "runtime" / "project"
+LAYOUT = TopologyLayout(
+    (ComponentLayout("words", "spout", 1, 1), ComponentLayout("count", "bolt", 2, 2)),
+    (Edge("words", "count", "default", "fields(word)"),),
+)
+NAME = "word count/ü"  # a name that needs URL encoding
+
+
+def fixed_source() -> LocalSource:
+    now = time.time()
+    report = {
+        "worker": 0, "host": "127.0.0.1", "port": 6700, "time": now, "pid": 1234,
+        "uptime_secs": 12.0, "rss_bytes": 40 << 20, "open_fds": 25,
+        "components": {
+            "words": {"kind": "spout", "emitted": 1234567, "transferred": 1234567,
+                      "acked": 1234000, "failed": 3, "pending": 564,
+                      "complete_ms_total": 2469.0, "complete_samples": 1234},
+            "count": {"kind": "bolt", "executed": 1234567, "acked": 1234567,
+                      "execute_ms_total": 61.5, "execute_samples": 123, "capacity": 0.125,
+                      "queued": 17},
+            ACKER: {"kind": "acker", "executed": 2469134},
+        },
+        "peers": {"1": {"frames_sent": 9, "bytes_sent": 9000, "reconnects": 2}},
+        "errors": [{"component": "count", "task": 2, "time": now,
+                    "text": "ValueError: <b>not bold</b> & co"}],
+    }
+    source = LocalSource(LAYOUT, NAME, num_workers=1)
+    source.attach(SimpleNamespace(latest={0: report}, started_at=time.monotonic() - 5,
+                                  stopped_at=None))
+    return source
+
+
+def get(url: str) -> tuple[int, str, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.headers["Content-Type"], response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers["Content-Type"], exc.read()
+
+
+@pytest.fixture
+def server() -> Any:
+    with MetricsServer(fixed_source(), "127.0.0.1", 0) as running:
+        yield running
+
+
+def test_the_server_serves_page_api_and_metrics(server: MetricsServer) -> None:
+    status, kind, body = get(server.url)
+    assert status == 200 and kind.startswith("text/html") and b"ui.js" in body
+    for asset in ("ui.js", "ui.css"):
+        assert get(server.url + asset)[0] == 200
+    status, kind, body = get(server.url + "api/topologies")
+    assert status == 200 and kind == "application/json"
+    (row,) = json.loads(body)
+    assert (row["name"], row["status"], row["num_workers"]) == (NAME, "active", 1)
+    status, _, body = get(server.url + "api/topology/" + urllib.request.quote(NAME, safe=""))
+    data = json.loads(body)
+    assert status == 200 and data["components"][0]["emitted"] == 1234567
+    status, kind, body = get(server.url + "metrics")
+    assert status == 200 and kind == "text/plain; version=0.0.4; charset=utf-8"
+    families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+    emitted = [s for s in families["storm_zmq_component_emitted"].samples
+               if s.labels["component"] == "words"]
+    assert emitted[0].value == 1234567 and emitted[0].labels["topology"] == NAME
+
+
+def test_unknown_topologies_and_paths_are_404_with_a_message(server: MetricsServer) -> None:
+    status, kind, body = get(server.url + "api/topology/nope")
+    assert status == 404 and kind == "application/json"
+    assert json.loads(body)["error"] == f"no running topology named 'nope' (running: {NAME})"
+    status, _, body = get(server.url + "etc/passwd")
+    assert status == 404 and "no page" in json.loads(body)["error"]
+
+
+class BrokenSource:
+    def topologies(self) -> list[dict[str, Any]]:
+        raise RuntimeError("ZooKeeper at 127.0.0.1:1 did not answer")
+
+    def summary(self, name: str) -> TopologySummary:
+        raise UnknownTopology(name, [])
+
+
+def test_a_failing_source_is_a_503_the_page_shows() -> None:
+    with MetricsServer(BrokenSource(), "127.0.0.1", 0) as server:
+        status, _, body = get(server.url + "api/topologies")
+        assert status == 503 and "did not answer" in json.loads(body)["error"]
+        assert get(server.url + "metrics")[0] == 503
+        page = PageValues(dump_dom(server.url, 1500))
+        assert "did not answer" in page.body["data-error"]
+        assert page.body["data-refreshes"] == "0"
+
+
+class SlowSource:
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Semaphore(0)
+
+    def topologies(self) -> list[dict[str, Any]]:
+        self.entered.release()
+        self.release.wait(30)
+        return []
+
+    def summary(self, name: str) -> TopologySummary:
+        raise UnknownTopology(name, [])
+
+
+def test_requests_beyond_the_bound_are_refused_at_once() -> None:
+    source = SlowSource()
+    with MetricsServer(source, "127.0.0.1", 0) as server:
+        results: list[int] = []
+        threads = [threading.Thread(target=lambda: results.append(
+            get(server.url + "api/topologies")[0])) for _ in range(MAX_REQUESTS)]
+        for thread in threads:
+            thread.start()
+        for _ in range(MAX_REQUESTS):  # every slot taken by a request in the source
+            assert source.entered.acquire(timeout=10)
+        started = time.monotonic()
+        assert get(server.url + "api/topologies")[0] == 503
+        assert time.monotonic() - started < 5
+        source.release.set()
+        for thread in threads:
+            thread.join(10)
+        assert results == [200] * MAX_REQUESTS
+        assert get(server.url + "api/topologies")[0] == 200  # slots given back
+
+
+def test_a_busy_port_fails_when_binding(server: MetricsServer) -> None:
+    with pytest.raises(OSError):
+        MetricsServer(fixed_source(), "127.0.0.1", server.port)
+
+
+def test_the_page_shows_the_apis_numbers_the_graph_and_the_errors(server: MetricsServer) -> None:
+    page = PageValues(dump_dom(server.url, 3000))
+    assert int(page.body["data-refreshes"]) >= 2  # it refreshes by itself
+    assert page.body["data-error"] == ""
+    api = json.loads(get(server.url + "api/topology/" + urllib.request.quote(NAME, safe=""))[2])
+    for component in api["components"]:
+        scope = ("component", component["name"])
+        for metric in ("emitted", "transferred", "executed", "acked", "failed", "pending",
+                       "queued", "tasks", "capacity", "execute_latency_ms",
+                       "process_latency_ms", "complete_latency_ms"):
+            assert page.number(scope, metric) == component[metric], (scope, metric)
+    assert page.texts[(("component", "words"), "emitted")] == "1,234,567"
+    assert page.texts[(("component", "count"), "execute_latency_ms")] == "0.500"
+    assert page.texts[(("component", "words"), "complete_latency_ms")] == "2.001"
+    assert page.texts[(("component", "words"), "capacity")] == "-"
+    assert page.number(("topology", "topology"), "acked") == 1234000
+    assert page.number(("worker", "127.0.0.1:6700"), "rss_bytes") == 40 << 20
+    assert page.number(("worker", "127.0.0.1:6700"), "reconnects") == 2
+    assert page.texts[(("worker", "127.0.0.1:6700"), "rss_bytes")] == "40.0 MiB"
+    assert page.nodes == ["words", "count"]  # the acker is not drawn
+    assert page.edges == ["words->count"]
+    # the error's text is text: no markup from a worker becomes markup on the page
+    assert "".join(page.errors["count"]) == "ValueError: <b>not bold</b> & co"
+
+
+# ---------------------------------------------------------------- real runs
+
+
+def compare_counters(before: dict[str, Any], page: PageValues, after: dict[str, Any]) -> None:
+    """Every counter the page shows lies between two API reads around it."""
+    for b, a in zip(before["components"], after["components"], strict=True):
+        scope = ("component", b["name"])
+        for metric in ("emitted", "transferred", "executed", "acked"):
+            shown = page.number(scope, metric)
+            assert shown is not None and b[metric] <= shown <= a[metric], (scope, metric)
+
+
+@pytest.mark.slow
+def test_run_with_ui_serves_the_local_run(tmp_path: Path) -> None:
+    from tests.messaging.conftest import free_port
+
+    ports = [free_port(), free_port()]
+    command = [sys.executable, "-m", "storm_zmq.cli.main", "run",
+               str(PROJECT / "topologies" / "wordcount.py"), "-w", "2", "-t", "60", "-q",
+               "--ui", "--ui-port", "0", "-o", "test.count=100000000", "-o", "test.rate=300",
+               "-o", f"test.output_dir={tmp_path}", "-o", f"supervisor.slots.ports={ports}"]
+    with ExitStack() as stack:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, cwd=tmp_path)
+        stack.callback(process.wait, 30)
+        stack.callback(process.send_signal, signal.SIGINT)  # Ctrl-C: a graceful stop
+        line = process.stdout.readline()  # type: ignore[union-attr]
+        assert line.startswith("storm-zmq UI at http://127.0.0.1:"), line
+        url = line.split()[3]
+        api = url + "api/topology/FiniteWordCount"
+        deadline = time.monotonic() + 60
+        while True:
+            status, _, body = get(api)
+            data = json.loads(body)
+            if status == 200 and data["status"] == "active" and \
+                    data["components"][2]["executed"] > 0:
+                break
+            assert time.monotonic() < deadline, f"no counts on {api}: {data}"
+            time.sleep(0.2)
+        assert [c["name"] for c in data["components"]] == ["sentences", "split", "count", ACKER]
+        assert data["totals"]["workers_reporting"] == 2
+        before = json.loads(get(api)[2])
+        page = PageValues(dump_dom(url, 1500))
+        after = json.loads(get(api)[2])
+        compare_counters(before, page, after)
+        assert page.edges == ["sentences->split", "split->count"]
+        assert sorted(k[0][1] for k in page.values if k[1] == "rss_bytes") == \
+            sorted(w["key"] for w in after["workers"])
+        assert all(page.number(("worker", w["key"]), "rss_bytes") > 0 for w in after["workers"])
+        metrics = get(url + "metrics")[2].decode()
+        assert 'storm_zmq_component_executed_total{topology="FiniteWordCount",component="count"' \
+            in metrics
+
+
+def test_run_with_ui_on_a_busy_port_fails_before_any_worker_starts(tmp_path: Path) -> None:
+    with MetricsServer(fixed_source(), "127.0.0.1", 0) as busy:
+        result = subprocess.run(
+            [sys.executable, "-m", "storm_zmq.cli.main", "run",
+             str(PROJECT / "topologies" / "wordcount.py"), "--ui", "--ui-port", str(busy.port),
+             "-o", "test.count=10", "-o", f"test.output_dir={tmp_path}"],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == f"storm-zmq: error: cannot serve the UI on 127.0.0.1:{busy.port}: " \
+        "Address already in use (ui.host / ui.port, --host / --port)\n"
+    assert "worker(s) on port(s)" not in result.stdout
+
+
+COMPARED = ("emitted", "transferred", "executed", "acked", "failed", "pending", "queued",
+            "tasks", "capacity", "execute_latency_ms", "process_latency_ms",
+            "complete_latency_ms")
+
+
+def stats_json(cluster: Cluster, *args: str) -> dict[str, Any]:
+    result = subprocess.run(
+        [sys.executable, "-m", "storm_zmq.cli.main", "stats", "ClusterIds", "--json",
+         "--config", str(cluster.conf_file), *args],
+        capture_output=True, text=True, timeout=60, cwd=cluster.tmp)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def counters(data: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    return {c["name"]: tuple(c[m] for m in COMPARED) for c in data["components"]}
+
+
+@pytest.mark.slow
+def test_the_cluster_ui_shows_what_stats_prints(cluster: Cluster) -> None:
+    cluster.start("nimbus", "nimbus")
+    cluster.supervisor("s1")
+    cluster.submit(count=400, rate=400)
+    cluster.start("ui", "ui", "--port", "0")
+
+    def finished() -> dict[str, Any] | None:
+        data = stats_json(cluster)
+        spout = data["components"][0]
+        done = spout["acked"] == 400 and spout["pending"] == 0 and \
+            data["totals"]["workers_reporting"] == 2
+        return data if done else None
+
+    previous = wait_for(finished, "the bounded input acked", timeout=90)
+
+    def stable() -> dict[str, Any] | None:
+        """Nothing changed between two reads whose every worker report is newer
+        (one read can see the same heartbeat twice: that says nothing)."""
+        nonlocal previous
+        data = stats_json(cluster)
+        times = {w["key"]: w["time"] for w in previous["workers"]}
+        newer = all(w["time"] > times.get(w["key"], float("inf")) for w in data["workers"])
+        if not newer:
+            return None
+        same = counters(data) == counters(previous)
+        previous = data
+        return data if same else None
+
+    before = wait_for(stable, "counters to settle", timeout=30)
+    assert [c["name"] for c in before["components"]] == ["numbers", "relay", "sink", ACKER]
+    assert [c["kind"] for c in before["components"]] == ["spout", "bolt", "bolt", "acker"]
+    assert before["components"][2]["executed"] >= 400  # every id reached the sink
+
+    url = wait_for(lambda: next((line.split()[3] for line in cluster.log("ui").splitlines()
+                                 if line.startswith("storm-zmq UI at ")), None), "the UI")
+    page = PageValues(dump_dom(url + "?topology=ClusterIds", 2500))
+    after = stats_json(cluster)
+    assert counters(after) == counters(before), "the topology moved on: cannot compare"
+    assert page.body["data-error"] == "" and int(page.body["data-refreshes"]) >= 1
+    for component in before["components"]:
+        for metric in COMPARED:
+            assert page.number(("component", component["name"]), metric) == \
+                component[metric], (component["name"], metric)
+    for metric in ("emitted", "transferred", "acked", "failed", "complete_latency_ms"):
+        assert page.number(("topology", "topology"), metric) == before["totals"][metric]
+    assert sorted(k[0][1] for k in page.values if k[1] == "pid") == \
+        sorted(w["key"] for w in before["workers"])
+    # the graph comes from the code package: nothing in the record describes the inputs
+    assert page.nodes == ["numbers", "relay", "sink"]
+    assert page.edges == ["numbers->relay", "relay->sink"]
+    # one component through -c, and the table
+    relay = stats_json(cluster, "-c", "relay")
+    assert relay["name"] == "relay" and relay["executed"] == before["components"][1]["executed"]
+    table = subprocess.run(
+        [sys.executable, "-m", "storm_zmq.cli.main", "stats", "ClusterIds",
+         "--config", str(cluster.conf_file)], capture_output=True, text=True, timeout=60)
+    assert table.returncode == 0 and "topology ClusterIds (ClusterIds-" in table.stdout
+    assert f"{before['components'][2]['executed']:,}" in table.stdout
+    metrics = get(url + "metrics")[2].decode()
+    assert 'storm_zmq_component_acked_total{topology="ClusterIds",component="numbers",' \
+        'kind="spout"} 400' in metrics
