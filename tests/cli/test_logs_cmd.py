@@ -23,8 +23,8 @@ import pytest
 
 from storm_zmq.cli.logs_cmd import FollowState, RecordFilter, tail_lines, worker_logs
 from storm_zmq.cluster.logviewer import MAX_READ, LogViewer
-from tests.cluster.conftest import free_port, zk_conf, zookeeper  # noqa: F401 - fixtures
 from tests.cluster.test_cluster import TOPOLOGY, Cluster, wait_for
+from tests.zk_fixtures import free_port
 
 T = "2024-05-01 12:00:0"
 

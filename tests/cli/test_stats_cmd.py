@@ -15,13 +15,7 @@ from storm_zmq.cli.main import main
 from storm_zmq.cluster import ClusterState
 from storm_zmq.metrics.summary import TopologyLayout
 from storm_zmq.topology import load_topology
-from tests.cluster import conftest as cluster_fixtures
 from tests.messaging.conftest import free_port
-
-# the real-ZooKeeper fixtures of tests/cluster
-zookeeper = cluster_fixtures.zookeeper
-zk_conf = cluster_fixtures.zk_conf
-make_state = cluster_fixtures.make_state
 
 WORDCOUNT = Path(__file__).parents[1] / "runtime" / "project" / "topologies" / "wordcount.py"
 

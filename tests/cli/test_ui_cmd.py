@@ -16,12 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.cluster import conftest as cluster_fixtures
 from tests.messaging.conftest import free_port
-
-zookeeper = cluster_fixtures.zookeeper
-zk_conf = cluster_fixtures.zk_conf
-make_state = cluster_fixtures.make_state
 
 
 def start_ui(conf_file: Path, *args: str) -> subprocess.Popen[str]:

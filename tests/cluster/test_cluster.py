@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.cluster.conftest import ZooKeeperServer, free_port
+from tests.zk_fixtures import ZooKeeperServer, free_port
 
 PROJECT = Path(__file__).parents[1] / "runtime" / "project"
 TOPOLOGY = PROJECT / "topologies" / "cluster_ids.py"

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cluster.conftest import free_port
 from tests.cluster.test_cluster import TOPOLOGY, all_ids_arrive, wait_for
+from tests.zk_fixtures import free_port
 
 pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).parents[2] / "scripts" / "zookeeper.sh"

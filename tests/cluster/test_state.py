@@ -23,8 +23,7 @@ from storm_zmq.cluster import (
     zookeeper_hosts,
 )
 from storm_zmq.runtime.assignment import Assignment, WorkerSlot, assign
-
-from .conftest import ZooKeeperServer, free_port
+from tests.zk_fixtures import ZooKeeperServer, free_port
 
 Factory = Callable[..., ClusterState]
 

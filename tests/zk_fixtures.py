@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 
 from storm_zmq.cluster import ClusterState
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "zookeeper.sh"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "zookeeper.sh"
 JAR = Path("/usr/share/java/zookeeper.jar")
 
 
