@@ -6,10 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from storm_zmq.metrics.summary import TopologyLayout, TopologySummary, summarize
 from storm_zmq.runtime.assignment import ACKER
-
-_COUNTERS = ("emitted", "executed", "acked", "failed", "malformed", "queued", "pending",
-             "exhausted_tasks")
 
 
 class RunStats:
@@ -18,6 +16,7 @@ class RunStats:
         self.spouts = [name for name, c in definition.components.items() if c.kind == "spout"]
         self.spout_tasks = {name: definition.components[name].num_tasks for name in self.spouts}
         self.bolts = [name for name, c in definition.components.items() if c.kind == "bolt"]
+        self.layout = TopologyLayout.from_definition(definition)
         self.latest: dict[int, dict[str, Any]] = {}
         self.reported_at: dict[int, float] = {}
         self.latencies_ms: list[float] = []
@@ -42,15 +41,14 @@ class RunStats:
     def reported_since(self, moment: float) -> bool:
         return bool(self.reported_at) and all(t > moment for t in self.reported_at.values())
 
+    def snapshot(self) -> TopologySummary:
+        """The run as every view shows it (storm_zmq.metrics.summary)."""
+        reports = [r if "worker" in r else {**r, "worker": w} for w, r in self.latest.items()]
+        return summarize(self.layout, reports, name=self.topology)
+
     def totals(self) -> dict[str, dict[str, int]]:
-        """Per component, counters summed over workers."""
-        result: dict[str, dict[str, int]] = {}
-        for report in self.latest.values():
-            for name, entry in report["components"].items():
-                total = result.setdefault(name, dict.fromkeys(_COUNTERS, 0))
-                for key in _COUNTERS:
-                    total[key] += entry.get(key, 0)
-        return result
+        """Per component that reported, counters summed over workers."""
+        return {c.name: c.counters() for c in self.snapshot().components if c.workers}
 
     def all_spouts_exhausted(self) -> bool:
         totals = self.totals()

@@ -53,7 +53,7 @@ def stand_in(**kinds: str | tuple[str, int]) -> Any:
     components = {}
     for name, spec in kinds.items():
         kind, num_tasks = (spec, 1) if isinstance(spec, str) else spec
-        components[name] = SimpleNamespace(kind=kind, num_tasks=num_tasks)
+        components[name] = SimpleNamespace(kind=kind, par=1, num_tasks=num_tasks, inputs=())
     return SimpleNamespace(name="StandIn", components=components)
 
 
@@ -105,8 +105,9 @@ def test_a_new_report_replaces_the_worker_previous_one(stats: RunStats) -> None:
 def test_missing_counters_count_as_zero(stats: RunStats) -> None:
     stats.update(0, {"components": {"counter": {"executed": 3}}})
     assert stats.totals()["counter"] == {
-        "emitted": 0, "executed": 3, "acked": 0, "failed": 0, "malformed": 0, "queued": 0,
-        "pending": 0, "exhausted_tasks": 0,
+        "emitted": 0, "transferred": 0, "executed": 3, "acked": 0, "failed": 0, "malformed": 0,
+        "errors_reported": 0, "queued": 0, "queue_capacity": 0, "pending": 0,
+        "exhausted_tasks": 0,
     }
 
 
