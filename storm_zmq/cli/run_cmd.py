@@ -49,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     conf = load_config_from_args(args)
+    if not args.time >= 0:  # also refuses nan
+        from storm_zmq.cli import UsageError
+
+        raise UsageError(f"-t/--time must be a number of seconds >= 0, got {args.time}")
     if args.workers is not None and args.workers < 1:
         from storm_zmq.cli import UsageError
 

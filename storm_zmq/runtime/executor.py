@@ -305,7 +305,7 @@ class Executor(threading.Thread):
             return item
         try:
             source, stream, roots, values = decode_tuple(item)
-            return self.worker.make_tuple(source, stream, roots, values)
+            return self.worker.make_tuple(source, stream, roots, values, task)
         except MalformedTuple as exc:
             self.malformed += 1
             self.worker.refused.record("tuple", f"tuple for task {task}: {exc}")

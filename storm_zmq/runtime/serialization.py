@@ -14,6 +14,12 @@ from typing import Any
 
 import msgpack
 
+from storm_zmq.runtime.acking import (
+    ACKER_ACK_STREAM_ID,
+    ACKER_FAIL_STREAM_ID,
+    ACKER_INIT_STREAM_ID,
+)
+
 # One packer per thread: twice as fast as msgpack.packb, and never shared between
 # executor threads.
 _thread = threading.local()
@@ -78,6 +84,64 @@ def decode_tuple(payload: bytes) -> tuple[int, str, dict[int, int] | None, list[
         ):
             raise MalformedTuple("tuple roots are not a map of 64-bit ids")
     return source_task, stream, roots, values
+
+
+# What each system stream carries between workers: the acker protocol is the only
+# system traffic that crosses workers (ticks come from each executor's own clock).
+# "root" is a root id in [1, 2**64), "xor" a 64-bit XOR of edge ids, "task" the
+# sending spout task.
+_TO_ACKER: dict[str, tuple[str, ...]] = {
+    ACKER_INIT_STREAM_ID: ("root", "xor", "task"),
+    ACKER_ACK_STREAM_ID: ("root", "xor"),
+    ACKER_FAIL_STREAM_ID: ("root",),
+}
+_TO_SPOUT: dict[str, tuple[str, ...]] = {
+    ACKER_ACK_STREAM_ID: ("root",),
+    ACKER_FAIL_STREAM_ID: ("root",),
+}
+
+
+def check_system_tuple(
+    stream: str, source: int, values: Sequence[Any], *, from_acker: bool, to_acker: bool
+) -> None:
+    """Check a decoded remote tuple on a system stream (``__...``), or raise
+    `MalformedTuple`.
+
+    Why: user streams are checked against the topology (declared stream, arity),
+    but the acker and spout executors index and XOR system tuples' values without
+    looking, so a well-formed payload with the wrong values (``__ack_ack`` with no
+    values, a string where an id belongs, an init naming another task) would raise
+    inside the executor and kill the worker. Only the acker protocol crosses workers:
+    spouts and bolts send ``__ack_init`` / ``__ack_ack`` / ``__ack_fail`` to an
+    acker, the acker sends ``__ack_ack`` / ``__ack_fail`` to a spout. `to_acker`
+    False means the receiver is a spout task (the caller refuses system tuples for
+    a bolt task before asking).
+    """
+    if from_acker == to_acker:
+        raise MalformedTuple(
+            f"system stream {stream!r} "
+            + ("between two ackers" if to_acker else "that neither comes from nor goes to an acker")
+        )
+    shape = (_TO_ACKER if to_acker else _TO_SPOUT).get(stream)
+    if shape is None:
+        raise MalformedTuple(
+            f"system stream {stream!r} is not sent {'to' if to_acker else 'from'} an acker"
+        )
+    if len(values) != len(shape):
+        raise MalformedTuple(
+            f"{len(values)} values on system stream {stream!r}, which carries {len(shape)}"
+        )
+    for value, kind in zip(values, shape, strict=True):
+        if type(value) is not int:
+            raise MalformedTuple(f"system stream {stream!r}: {kind} is not an integer")
+        if kind == "root" and not 0 < value <= _U64:
+            raise MalformedTuple(f"system stream {stream!r}: root id {value} is out of range")
+        if kind == "xor" and not 0 <= value <= _U64:
+            raise MalformedTuple(f"system stream {stream!r}: ack value {value} is out of range")
+        if kind == "task" and value != source:
+            raise MalformedTuple(
+                f"system stream {stream!r}: names spout task {value} but comes from task {source}"
+            )
 
 
 def _explain(values: Sequence[Any], component: str, stream: str, exc: Exception) -> str:

@@ -45,7 +45,7 @@ from storm_zmq.runtime.executor import (
     executor_class,
 )
 from storm_zmq.runtime.queues import BatchQueue, QueueClosed
-from storm_zmq.runtime.serialization import MalformedTuple, TupleId
+from storm_zmq.runtime.serialization import MalformedTuple, TupleId, check_system_tuple
 from storm_zmq.runtime.tuning import CollectionClock, tune_gc
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.grouping import make_chooser
@@ -160,14 +160,22 @@ class WorkerState:
         return routes
 
     def make_tuple(
-        self, source: int, stream: str, roots: dict[int, int] | None, values: tuple[Any, ...]
+        self, source: int, stream: str, roots: dict[int, int] | None, values: tuple[Any, ...],
+        target: int,
     ) -> Tuple:
-        """A Tuple from a decoded remote payload, checked against the topology."""
+        """A Tuple for task `target` from a decoded remote payload, checked against
+        the topology; system tuples (the acker protocol) against their shapes, since
+        the acker and spout executors use their values without looking."""
         component = self.assignment.task_component.get(source)
         if component is None:
             raise MalformedTuple(f"unknown source task {source}")
         tuple_id = TupleId(roots) if roots else None
         if stream.startswith(_SYSTEM_STREAM_PREFIX):
+            receiver = self.assignment.task_component.get(target)
+            to_acker = receiver == ACKER
+            if not to_acker and (receiver is None or self.definition.components[receiver].kind != "spout"):
+                raise MalformedTuple(f"system stream {stream!r} for {receiver!r}, not an acker or spout")
+            check_system_tuple(stream, source, values, from_acker=component == ACKER, to_acker=to_acker)
             return Tuple(tuple_id, component, stream, source, values)
         spec = self.definition.components.get(component)
         stream_def = spec.outputs.get(stream) if spec is not None else None

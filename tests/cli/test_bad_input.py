@@ -1,0 +1,307 @@
+"""Bad user input at every entry of `storm-zmq run`: arguments, storm.yaml, -o
+overrides, topology files, busy ports, a component that fails to start.
+
+Each case must exit non-zero (2 for the user's mistakes, 1 for a component that
+failed), say what is wrong and where in one line on stderr (no traceback, except a
+component's own, which is the user's code), and leave nothing behind: no worker
+process alive, every port free. `config` errors are in test_main.py and
+tests/test_config.py; the single busy port and an invalid topology through the
+whole CLI are in tests/runtime/test_local_mode.py.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from storm_zmq.cli.main import main
+from tests.messaging.conftest import free_port
+
+PROJECT = Path(__file__).parents[1] / "runtime" / "project"
+WORDCOUNT = PROJECT / "topologies" / "wordcount.py"
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty working directory and home, no STORM_CONF."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("STORM_CONF", raising=False)
+    monkeypatch.chdir(work)
+    return work
+
+
+def children() -> list[int]:
+    """Live child processes of this process (a half-started run would leave some),
+    except multiprocessing's resource tracker, which lives as long as we do."""
+    me = str(os.getpid())
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                data = stat.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                command = cmdline.read()
+        except OSError:
+            continue
+        fields = data[data.rindex(b")") + 2:].split()
+        if fields[1].decode() == me and fields[0] != b"Z" and b"resource_tracker" not in command:
+            found.append(int(entry))
+    return found
+
+
+def one_error_line(err: str, *needles: str) -> str:
+    """The single ``storm-zmq: error:`` line of `err`, containing every needle."""
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.startswith("storm-zmq")]
+    assert len(lines) == 1, err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def run_in_process(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    before = set(children())
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert set(children()) <= before, "a process was left behind"
+    return code, out, err
+
+
+# -- arguments ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", str(WORDCOUNT), "--bogus"], "unrecognized arguments: --bogus"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["run"], "the following arguments are required: TOPOLOGY_FILE"),
+        (["run", str(WORDCOUNT), "-w", "x"], "argument -w/--workers: invalid int value: 'x'"),
+        (["run", str(WORDCOUNT), "-w", "0"], "-w/--workers must be at least 1, got 0"),
+        (["run", str(WORDCOUNT), "-w", "-3"], "-w/--workers must be at least 1, got -3"),
+        (["run", str(WORDCOUNT), "-t", "soon"], "argument -t/--time: invalid float value: 'soon'"),
+        (["run", str(WORDCOUNT), "--transport", "carrier-pigeon"],
+         "argument --transport: invalid choice: 'carrier-pigeon'"),
+        (["run", "no/such/topology.py"], "topology file not found: "),
+        (["run", str(WORDCOUNT), "-n", "Nope"], "no topology named 'Nope' (it defines FiniteWordCount)"),
+        (["run", str(WORDCOUNT), "-w", "3", "-o", "supervisor.slots.ports=[7001,7002]"],
+         "3 workers need 3 ports, but supervisor.slots.ports has 2"),
+        (["run", str(WORDCOUNT), "--ui", "--ui-port", "70000"],
+         "--ui-port must be between 0 and 65535, got 70000"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_in_process(argv, capsys)
+    assert code == 2
+    assert message in err, err
+    assert "Traceback" not in err
+    assert out == ""
+
+
+@pytest.mark.parametrize("seconds", ["-5", "nan"])
+def test_a_negative_or_nan_run_time_is_refused(
+    seconds: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bug (cli/run_cmd.py): -t -5 and -t nan are taken as "no limit" and the
+    topology runs. Proposed: refuse ``not args.time >= 0`` with a UsageError."""
+    argv = ["run", str(WORDCOUNT), f"--time={seconds}", "-q", "-o", "test.count=5",
+            "-o", f"supervisor.slots.ports=[{free_port()}]", "-o", "test.output_dir=."]
+    code, out, err = run_in_process(argv, capsys)
+    assert code == 2, out
+    one_error_line(err, "-t/--time", seconds)
+
+
+# -- storm.yaml and -o ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("topology.workers: 1\nbad: value: here\n",
+         ["conf/storm.yaml, line 2, column 11: invalid YAML"]),
+        ("topology.workers: two\n", ["conf/storm.yaml", "topology.workers", "expected an integer"]),
+        ("topology.wrokers: 2\n",
+         ["conf/storm.yaml", "topology.wrokers: unknown key; did you mean topology.workers?"]),
+        ("supervisor.slots.ports: 6700\n", ["conf/storm.yaml", "supervisor.slots.ports"]),
+        ("- just\n- a list\n", ["conf/storm.yaml"]),
+        ("topology.message.timeout.secs: 0\n", ["conf/storm.yaml", "topology.message.timeout.secs"]),
+    ],
+)
+def test_a_bad_storm_yaml_stops_run_before_anything_starts(
+    isolated: Path, text: str, needles: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (isolated / "conf").mkdir()
+    (isolated / "conf" / "storm.yaml").write_text(text)
+    code, out, err = run_in_process(["run", str(WORDCOUNT)], capsys)
+    assert code == 2
+    one_error_line(err, *needles)
+    assert out == ""
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("topology.workers", "-o topology.workers: expected key=value"),
+        ("topology.workers=[1,", "-o topology.workers=[1,: invalid YAML value"),
+        ("topology.workers=0", "-o topology.workers=0: must be >= 1, got 0"),
+        ("supervisor.slots.ports=[70000]", "-o supervisor.slots.ports=[70000]"),
+        ("storm.messaging.zmq.hwn=1",
+         "-o storm.messaging.zmq.hwn=1: unknown key; did you mean storm.messaging.zmq.hwm?"),
+        ("storm.messaging.transport=no.such.Context",
+         "-o storm.messaging.transport=no.such.Context: cannot import module"),
+    ],
+)
+def test_a_bad_override_stops_run_before_anything_starts(
+    override: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_in_process(["run", str(WORDCOUNT), "-o", override], capsys)
+    assert code == 2
+    one_error_line(err, message)
+
+
+# -- topology files ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "needles"),
+    [
+        ("from storm_zmq import Topology\n\nx = 1\nraise RuntimeError('boom at import')\n",
+         ["RuntimeError: boom at import", "broken.py:4"]),
+        ("from storm_zmq import Topology\ndef f(:\n    pass\n", ["SyntaxError", "broken.py:2"]),
+        ("import no_such_module_anywhere\n",
+         ["ModuleNotFoundError: No module named 'no_such_module_anywhere'", "broken.py:1"]),
+        ("x = 1\n", ["defines no Topology"]),
+        ("from storm_zmq import Topology\n\nclass Empty(Topology):\n    pass\n", ["Empty"]),
+    ],
+    ids=["raises", "syntax", "import", "no-topology", "empty-topology"],
+)
+def test_a_broken_topology_file_names_file_and_line(
+    isolated: Path, source: str, needles: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = isolated / "topologies" / "broken.py"
+    path.parent.mkdir()
+    path.write_text(source)
+    code, out, err = run_in_process(["run", str(path)], capsys)
+    assert code == 2
+    one_error_line(err, *needles)
+
+
+def test_a_topology_with_a_bad_config_value_names_the_key(
+    isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = isolated / "topologies" / "badconf.py"
+    path.parent.mkdir()
+    path.write_text(
+        "from storm_zmq import Spout, Topology\n\n"
+        "class S(Spout):\n    outputs = ['x']\n\n    def next_tuple(self):\n        pass\n\n"
+        "class BadConf(Topology):\n    config = {'topology.max.spout.pending': 'lots'}\n"
+        "    s = S.spec()\n"
+    )
+    code, _out, err = run_in_process(["run", str(path)], capsys)
+    assert code == 2
+    one_error_line(err, "topology config", "topology.max.spout.pending")
+
+
+# -- real processes: busy ports and a component that fails while others started ---------------
+
+
+def run_cli(cwd: Path, *args: str, timeout: float = 90) -> tuple[subprocess.CompletedProcess[str], list[int]]:
+    """`storm-zmq run ...` in its own session; returns the result and every process
+    of that session still alive afterwards (there must be none)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "storm_zmq.cli.main", "run", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+        start_new_session=True,
+    )
+    out, err = process.communicate(timeout=timeout)
+    result = subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    time.sleep(0.2)  # let the kernel reap what the runner killed
+    left = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                data = stat.read()
+        except OSError:
+            continue
+        fields = data[data.rindex(b")") + 2:].split()
+        if int(fields[3]) == process.pid and fields[0] != b"Z":  # same session
+            left.append(int(entry))
+    return result, left
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+        return True
+
+
+@pytest.mark.slow
+def test_a_busy_second_port_starts_nothing(isolated: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("0.0.0.0", 0))
+        holder.listen()
+        busy = holder.getsockname()[1]
+        first = free_port()
+        result, left = run_cli(isolated, str(WORDCOUNT), "-w", "2", "-o", "test.count=10",
+                               "-o", f"supervisor.slots.ports=[{first},{busy}]")
+    assert result.returncode == 2
+    one_error_line(result.stderr, f"port {busy} (from supervisor.slots.ports) is busy")
+    assert result.stdout == "", "nothing started, so nothing was announced"
+    assert left == []
+    assert port_free(first)
+
+
+@pytest.mark.slow
+def test_a_busy_ui_port_starts_nothing(isolated: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        busy = holder.getsockname()[1]
+        port = free_port()
+        result, left = run_cli(isolated, str(WORDCOUNT), "--ui", "--ui-port", str(busy),
+                               "-o", "test.count=10", "-o", f"supervisor.slots.ports=[{port}]")
+    assert result.returncode == 2
+    one_error_line(result.stderr, f"cannot serve the UI on 127.0.0.1:{busy}")
+    assert left == []
+    assert port_free(port)
+
+
+@pytest.mark.slow
+def test_a_component_that_fails_to_initialize_stops_every_worker(isolated: Path) -> None:
+    ports = [free_port(), free_port()]
+    result, left = run_cli(isolated, str(PROJECT / "topologies" / "init_fails.py"), "-w", "2",
+                           "-o", "test.count=10", "-o", f"supervisor.slots.ports={ports}",
+                           "-o", f"test.output_dir={isolated}")
+    assert result.returncode == 1
+    assert "component 'broken' task" in result.stderr
+    assert "RuntimeError: initialize failed on purpose" in result.stderr
+    assert "faultparts.py" in result.stderr  # the user's traceback points at their code
+    assert left == [], "a worker outlived the failed run"
+    assert all(port_free(p) for p in ports)
+
+
+@pytest.mark.slow
+def test_a_topology_that_raises_on_import_through_the_real_cli(isolated: Path) -> None:
+    path = isolated / "topologies" / "broken.py"
+    path.parent.mkdir()
+    path.write_text("from storm_zmq import Topology\n\nraise ValueError('bad at import')\n")
+    result, left = run_cli(isolated, str(path))
+    assert result.returncode == 2
+    one_error_line(result.stderr, "ValueError: bad at import", "broken.py:3")
+    assert result.stdout == ""
+    assert left == []

@@ -1,0 +1,19 @@
+"""Components for the fault and bad-input tests (tests/cli/test_bad_input.py)."""
+from __future__ import annotations
+
+from storm_zmq import Bolt
+
+
+class InitFailBolt(Bolt):
+    """Raises in initialize() on one of its tasks only, so that the other worker
+    starts fine: a run that is half started when the failure shows."""
+
+    outputs = []
+
+    def initialize(self, conf, ctx):
+        tasks = sorted(int(t) for t, c in ctx["task->component"].items() if c == ctx["componentid"])
+        if ctx["taskid"] == tasks[-1]:
+            raise RuntimeError("initialize failed on purpose")
+
+    def process(self, tup):
+        pass
