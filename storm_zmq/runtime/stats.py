@@ -121,6 +121,10 @@ class RunStats:
         for report in self.latest.values():
             for kind, n in report.get("refused", {}).items():
                 refused[kind] = refused.get(kind, 0) + n
+            for key, n in report.get("transport", {}).items():  # refused by the transport
+                if key.startswith("refused_") and n:
+                    kind = key[len("refused_"):]
+                    refused[kind] = refused.get(kind, 0) + n
         malformed = sum(t["malformed"] for t in totals.values())
         if refused or malformed:
             lines.append(f"  dropped input: {refused}, malformed tuples: {malformed}")

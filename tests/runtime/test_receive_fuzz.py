@@ -470,7 +470,9 @@ def test_a_worker_under_hostile_input_keeps_delivering_and_counts_each_kind(
     # the run summary shows what was dropped
     dropped = re.search(r"dropped input: (\{.*?\}), malformed tuples: (\d+)", summary)
     assert dropped is not None, summary
-    assert ast.literal_eval(dropped[1]) == worker_kinds
+    transport_kinds = {key[len("refused_"):]: n for key, n in stats.items()
+                       if key.startswith("refused_") and n}
+    assert ast.literal_eval(dropped[1]) == {**worker_kinds, **transport_kinds}
     assert int(dropped[2]) == expected["tuple"]
 
     # the log: one line per kind per interval (10 s), not one per message
