@@ -165,11 +165,15 @@ def test_src_files_and_skipped_files(tmp_path: Path) -> None:
         "docs/notes.md": "not under src/, not a module: not shipped\n",
     })
     package = build_package(project / "topologies" / "wordcount.py")
+    shipped_modules = tuple(
+        f"src/testparts/{p.name}" for p in sorted((project / "src" / "testparts").glob("*.py"))
+        if not p.name.startswith(".")
+    )
+    assert "src/testparts/components.py" in shipped_modules
     assert package.files == (
         "src/data/words.txt",
         "src/other/__init__.py",
-        "src/testparts/__init__.py",
-        "src/testparts/components.py",
+        *shipped_modules,
         "topologies/wordcount.py",
     )
 
