@@ -16,6 +16,13 @@ measured on every link in turn, never two at once:
   latency is the time from the sender calling send() to the receiver's recv()
   returning it.
 
+Two more links measure what authentication costs (docs/security.md): ``zmq-curve``
+is the zmq transport with `storm.messaging.zmq.curve` (every frame encrypted and
+authenticated by libzmq) and ``tcp-auth`` the tcp transport with
+`storm.messaging.tcp.authentication` (a handshake per connection, frames as
+plain); their ratios to the same transport without are reported per case
+(``zmq-curve/zmq``, ``tcp-auth/tcp``). Both ends use one fixed benchmark key set.
+
 The baselines move the same bytes as the transports: their sender encodes its
 batches once, before timing, with the transports' own codec
 (`storm_zmq.messaging.wire.encode_batch`) and sends the frames again and again;
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import json
 import multiprocessing
 import os
@@ -53,18 +61,24 @@ from typing import Any, Protocol
 
 import msgpack
 import zmq
+from zmq.utils import z85
 
 from storm_zmq.config import DEFAULTS
 from storm_zmq.messaging import TRANSPORT_ALIASES, TaskMessage, load_context
+from storm_zmq.messaging.auth import TopologySecrets
 from storm_zmq.messaging.stream import FrameReader, length_prefix
 from storm_zmq.messaging.wire import decode_frame, encode_batch
 from storm_zmq.runtime.tuning import tune_gc
 
-LINKS = ("zmq", "raw-zmq", "tcp", "raw-socket")
+LINKS = ("zmq", "raw-zmq", "tcp", "raw-socket", "zmq-curve", "tcp-auth")
 #: Each real transport and the raw link it is measured against.
 BASELINES = {"zmq": "raw-zmq", "tcp": "raw-socket"}
 #: The transport whose settings (frame size, HWM, socket buffers) a link uses.
-SETTINGS_OF = {"zmq": "zmq", "raw-zmq": "zmq", "tcp": "tcp", "raw-socket": "tcp"}
+SETTINGS_OF = {"zmq": "zmq", "raw-zmq": "zmq", "tcp": "tcp", "raw-socket": "tcp",
+               "zmq-curve": "zmq", "tcp-auth": "tcp"}
+#: Authenticated links: the setting they switch on, and the link they cost against.
+AUTHENTICATED = {"zmq-curve": ("storm.messaging.zmq.curve", "zmq"),
+                 "tcp-auth": ("storm.messaging.tcp.authentication", "tcp")}
 
 DEFAULT_PAYLOADS = (100, 1024, 16384)
 DEFAULT_BATCHES = (1, 100, 1000)
@@ -116,6 +130,23 @@ def transport_conf(transport: str) -> dict[str, Any]:
     conf = dict(DEFAULTS)
     conf["storm.messaging.transport"] = TRANSPORT_ALIASES[transport]
     return conf
+
+
+def link_conf(link: str) -> dict[str, Any]:
+    """The config a real-transport link's ends load: its transport's, with the
+    authentication setting of an authenticated link switched on."""
+    conf = transport_conf(SETTINGS_OF[link])
+    if link in AUTHENTICATED:
+        conf[AUTHENTICATED[link][0]] = True
+    return conf
+
+
+def bench_secrets() -> TopologySecrets:
+    """One fixed key set, so that both processes hold the same without passing it
+    around (a benchmark's keys protect nothing)."""
+    secret = z85.encode(hashlib.sha256(b"storm-zmq bench curve").digest())
+    return TopologySecrets(zmq.curve_public(secret), secret,
+                           hashlib.sha256(b"storm-zmq bench hmac").digest())
 
 
 def link_setting(link: str, key: str) -> Any:
@@ -170,7 +201,7 @@ class TransportReceiver:
     """A real transport's server connection, used exactly as a worker uses it."""
 
     def __init__(self, transport: str, port: int) -> None:
-        self._context = load_context(transport_conf(transport))
+        self._context = load_context(link_conf(transport), bench_secrets())
         self._conn = self._context.bind(STORM_ID, port)
 
     def start(self) -> None:
@@ -271,7 +302,7 @@ class TransportSender:
     encoding is part of what is timed, as it is in a worker."""
 
     def __init__(self, transport: str, port: int) -> None:
-        self._context = load_context(transport_conf(transport))
+        self._context = load_context(link_conf(transport), bench_secrets())
         self._conn = self._context.connect(STORM_ID, "127.0.0.1", port)
         self.send = self._conn.send  # no wrapper call per batch
 
@@ -659,6 +690,10 @@ def ratios_and_targets(case: Case, links: dict[str, dict[str, Any]]) -> tuple[di
                     "baseline": baseline, "metric": metric, "threshold": threshold,
                     "ratio": ratio, "met": ratio >= threshold,
                 })
+    for link, (_, plain) in AUTHENTICATED.items():
+        if link in links and plain in links:
+            ours, raw = links[link]["throughput"], links[plain]["throughput"]
+            ratios[f"{link}/{plain}"] = {m: ours[m] / raw[m] for m in ("msg_per_s", "mb_per_s")}
     return ratios, targets
 
 
@@ -835,15 +870,21 @@ def _ratio_cell(case: dict[str, Any], transport: str) -> str:
 
 def results_table(cases: list[dict[str, Any]], links: Sequence[str]) -> str:
     """One row per (payload, batch): every link, then the two ratios (markdown)."""
-    header = ["payload", "batch", "latency at msg/s", *links, "zmq/raw-zmq", "tcp/raw-socket"]
+    auth = [f"{link}/{plain}" for link, (_, plain) in AUTHENTICATED.items()
+            if link in links and plain in links]
+    header = ["payload", "batch", "latency at msg/s", *links, "zmq/raw-zmq", "tcp/raw-socket",
+              *auth]
     rows = [header, ["---:"] * len(header)]
     for case in cases:
         rows.append([size_text(case["payload"]), str(case["batch"]), _count(case["latency_rate"]),
                      *(_link_cell(case["links"].get(link)) for link in links),
-                     _ratio_cell(case, "zmq"), _ratio_cell(case, "tcp")])
+                     _ratio_cell(case, "zmq"), _ratio_cell(case, "tcp"),
+                     *(f"{case['ratios'][name]['msg_per_s']:.2f}" if name in case["ratios"]
+                       else "-" for name in auth)])
     return _markdown(rows) + (
         "\neach link: msg/s · MB/s (payload bytes, 1e6) · latency p50/p99 µs at the offered rate;"
-        "\nratios: msg/s of the transport over its raw baseline (equal to the MB/s ratio)")
+        "\nratios: msg/s of the transport over its raw baseline (equal to the MB/s ratio),"
+        "\nand of the authenticated transport over the same transport without")
 
 
 def micro_table(rows: list[dict[str, Any]]) -> str:

@@ -35,6 +35,9 @@ def add_parser(subparsers: Any) -> None:
     submit.add_argument("-w", "--workers", type=int, help="workers (default: topology.workers)")
     submit.add_argument("--class", dest="topology_class",
                         help="the Topology class when the file defines several")
+    submit.add_argument("--wait", type=float, default=0.0, metavar="SECS",
+                        help="then wait up to SECS for every worker to run, showing n/m "
+                             "ready (exit 1 if they do not; default: do not wait)")
     kill = command("kill", "kill a topology: deactivate, wait, remove", kill_topology)
     kill.add_argument("name")
     kill.add_argument("-w", "--wait", type=float, default=None, metavar="SECS",
@@ -112,16 +115,46 @@ def _find(state: Any, name: str) -> tuple[str, dict[str, Any]]:
     raise UsageError(f"no running topology named {name!r} (see storm-zmq list)")
 
 
+#: Credentials never stored in the (world-readable) topology record.
+_PRIVATE_KEYS = ("storm.zookeeper.auth.payload", "storm.zookeeper.topology.auth.payload")
+
+
+def _store_secrets(state: Any, topology_id: str, topology_conf: dict[str, Any]) -> None:
+    """Make the topology's transport secrets (docs/security.md) and store them where
+    only holders of the ZooKeeper credentials can read them, with the workers' own
+    ZooKeeper credentials (storm.zookeeper.topology.auth.*) if any. Done before the
+    topology record exists, so no supervisor ever sees a topology without them."""
+    from storm_zmq.cluster.state import ClusterStateError, zookeeper_auth
+    from storm_zmq.messaging.auth import TopologySecrets
+
+    try:
+        topology_auth = zookeeper_auth(topology_conf, "storm.zookeeper.topology.auth.")
+        secrets: dict[str, Any] = TopologySecrets.generate().to_dict()
+        if topology_auth is not None:
+            secrets["zookeeper_auth"] = list(topology_auth)
+        state.set_secrets(topology_id, secrets, topology_auth=topology_auth)
+    except ClusterStateError as exc:
+        raise UsageError(f"cannot store the secrets of {topology_id}: {exc}") from None
+    authenticated = (topology_conf.get("storm.messaging.zmq.curve")
+                     or topology_conf.get("storm.messaging.tcp.authentication"))
+    if authenticated and state.auth is None:
+        print("warning: storm.zookeeper.auth.* is not set: any ZooKeeper client can read "
+              "this topology's transport secrets (docs/security.md)", file=sys.stderr)
+
+
 def submit_topology(args: argparse.Namespace) -> int:
     from storm_zmq.cluster.package import PackageError, build_package
     from storm_zmq.runtime.assignment import acker_executors
     from storm_zmq.topology import load_topology
 
     conf = load_config_from_args(args)
+    print(f"packaging {args.topology_file} ...", file=sys.stderr, flush=True)
     try:
         package = build_package(args.topology_file, args.topology_class)
     except PackageError as exc:
         raise UsageError(str(exc)) from None
+    print(f"packaged {len(package.files)} files, {len(package.data):,} bytes", file=sys.stderr,
+          flush=True)
     definition = load_topology(args.topology_file, args.topology_class).definition()
     overrides = dict(parse_override(text) for text in args.overrides)
     topology_conf = {**conf, **definition.config, **overrides}
@@ -142,12 +175,16 @@ def submit_topology(args: argparse.Namespace) -> int:
                                  f"kill it first (storm-zmq kill {name})")
         topology_id = f"{name}-{int(time.time())}"
         print(f"uploading {len(package.data):,} bytes of code ({len(package.files)} files)",
-              file=sys.stderr)
+              file=sys.stderr, flush=True)
+        started = time.monotonic()
+        _store_secrets(state, topology_id, topology_conf)
         state.put_code(topology_id, package.data)
+        print(f"uploaded {len(package.data):,} bytes in {time.monotonic() - started:.1f} s",
+              file=sys.stderr, flush=True)
         state.set_topology(topology_id, {
             "name": name,
             "status": "active",
-            "conf": topology_conf,
+            "conf": {k: v for k, v in topology_conf.items() if k not in _PRIVATE_KEYS},
             "num_workers": workers,
             "ackers": acker_executors(topology_conf, workers),
             "components": {n: [c.par, c.num_tasks] for n, c in definition.components.items()},
@@ -158,7 +195,15 @@ def submit_topology(args: argparse.Namespace) -> int:
         })
     finally:
         state.stop()
-    print(f"submitted topology {name!r} as {topology_id} ({workers} workers)")
+    print(f"submitted topology {name!r} as {topology_id} ({workers} workers)", flush=True)
+    if args.wait > 0:
+        from storm_zmq.cli.progress import wait_for_workers
+
+        with _cluster(args) as state:
+            if not wait_for_workers(state, topology_id, workers, 0.0, args.wait, sys.stderr):
+                print(f"not every worker of {name!r} runs after {args.wait:g} s: see "
+                      f"storm-zmq logs {name}, and the supervisors' logs", file=sys.stderr)
+                return 1
     return 0
 
 

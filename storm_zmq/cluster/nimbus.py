@@ -172,4 +172,5 @@ class Nimbus:
         self.state.remove_worker_beats(topology_id)
         self.state.remove_code(topology_id)
         self.state.remove_errors(topology_id)
+        self.state.remove_secrets(topology_id)
         self.state.remove_topology(topology_id)

@@ -10,7 +10,17 @@ Storm's layout under ``storm.zookeeper.root`` (values JSON in UTF-8, code raw by
     /workerbeats/<topology-id>/<host>-<port>   worker heartbeat {"time", ...}
     /errors/<topology-id>/<component>/e<seq>   newest 10 errors per component
     /nimbuses/<nimbus-id>                      EPHEMERAL nimbus info
+    /secrets/<topology-id>                     the topology's transport secrets
     /leader/...                                kazoo Election (leader nimbus)
+
+Access control (docs/security.md): with ``storm.zookeeper.auth.scheme``/``payload``
+set, the client authenticates with them and creates every node with the ACL
+"creator ALL, world READ" (anyone may look, only holders of the credentials may
+change), except ``/secrets/<id>``: creator only, so a client without the
+credentials cannot even read it. A topology with its own worker credentials
+(``storm.zookeeper.topology.auth.*``, digest) also gets ALL on its own
+``/workerbeats/<id>`` and ``/errors/<id>``, which its workers write. Without auth
+config, nodes are open as before.
 
 Keeping all of it here means one place knows the paths, the encoding, the retry policy
 and the threading rules below, and the daemons only see dicts.
@@ -54,6 +64,7 @@ from kazoo.exceptions import (
     BadVersionError,
     ConnectionClosedError,
     ConnectionLoss,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
@@ -62,6 +73,12 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import EventType, WatchedEvent
 from kazoo.recipe.election import Election
 from kazoo.retry import ForceRetryError, KazooRetry, RetryFailedError
+from kazoo.security import (
+    ACL,
+    CREATOR_ALL_ACL,
+    READ_ACL_UNSAFE,
+    make_digest_acl,
+)
 
 from storm_zmq.config import DEFAULTS
 
@@ -73,15 +90,19 @@ __all__ = [
     "ClusterStateError",
     "ClusterUnavailable",
     "CodeError",
+    "NotAuthorized",
     "VersionConflict",
     "Watch",
+    "worker_zookeeper_conf",
+    "zookeeper_auth",
     "zookeeper_hosts",
 ]
 
 log = logging.getLogger(__name__)
 
 #: The directories directly under the root (``leader`` is the election's own).
-KINDS = ("storms", "code", "assignments", "supervisors", "workerbeats", "errors", "nimbuses")
+KINDS = ("storms", "code", "assignments", "supervisors", "workerbeats", "errors", "nimbuses",
+         "secrets")
 
 #: A code chunk: half of ZooKeeper's default 1 MiB node limit (jute.maxbuffer).
 CODE_CHUNK_SIZE = 512 * 1024
@@ -114,6 +135,47 @@ class CodeError(ClusterStateError):
 
 class VersionConflict(ClusterStateError):
     """A compare-and-set write found a different znode version (or no node)."""
+
+
+class NotAuthorized(ClusterStateError):
+    """ZooKeeper refused an operation under the node's ACL: this client lacks (or has
+    other) credentials (``storm.zookeeper.auth.scheme`` / ``payload``)."""
+
+
+def zookeeper_auth(conf: Mapping[str, Any], prefix: str = "storm.zookeeper.auth."
+                   ) -> tuple[str, str] | None:
+    """(scheme, payload) from ``<prefix>scheme`` / ``<prefix>payload``, or None when
+    unset. One without the other is an error naming both keys; so is a digest
+    payload that is not ``user:password``."""
+    scheme, payload = conf.get(prefix + "scheme"), conf.get(prefix + "payload")
+    if scheme is None and payload is None:
+        return None
+    if not scheme or payload is None:
+        raise ClusterStateError(f"{prefix}scheme and {prefix}payload must be set together "
+                                f"(got scheme {scheme!r} and {'a' if payload else 'no'} payload)")
+    if scheme == "digest" and ":" not in str(payload):
+        raise ClusterStateError(f'{prefix}payload must be "user:password" for the digest '
+                                "scheme")
+    return str(scheme), str(payload)
+
+
+def worker_zookeeper_conf(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """The config a topology's worker connects to ZooKeeper with: its topology's
+    credentials (``storm.zookeeper.topology.auth.*``) when set, else the daemons'."""
+    conf = dict(conf)
+    topology = zookeeper_auth(conf, "storm.zookeeper.topology.auth.")
+    if topology is not None:
+        conf["storm.zookeeper.auth.scheme"], conf["storm.zookeeper.auth.payload"] = topology
+    return conf
+
+
+def _digest_acl(auth: tuple[str, str], what: str) -> ACL:
+    scheme, payload = auth
+    if scheme != "digest":
+        raise ClusterStateError(f"{what}: only the digest scheme can be granted access to a "
+                                f"topology's nodes, got {scheme!r}")
+    user, _, password = payload.partition(":")
+    return make_digest_acl(user, password, all=True)
 
 
 def zookeeper_hosts(conf: Mapping[str, Any]) -> str:
@@ -254,6 +316,10 @@ class ClusterState:
         self._reply_timeout = int(self.conf["storm.zookeeper.session.timeout"]) / 1000
         self._running = False
         self._owns_client = client is None
+        self.auth = zookeeper_auth(self.conf)
+        #: ACL of ordinary nodes, and of secret ones (None: kazoo's default, open).
+        self._acl = [*CREATOR_ALL_ACL, *READ_ACL_UNSAFE] if self.auth else None
+        self._secret_acl = list(CREATOR_ALL_ACL) if self.auth else None
         self._client = client if client is not None else self._new_client()
         #: Set while the session is connected; cleared on SUSPENDED and LOST. Daemons
         #: wait on it, or poll it before acting on possibly stale state.
@@ -283,6 +349,9 @@ class ClusterState:
             # KazooRetry counts attempts, Storm's retry.times counts retries.
             command_retry=KazooRetry(max_tries=self._retries + 1, delay=interval,
                                      max_delay=max(ceiling, interval), ignore_expire=True),
+            # Re-sent by kazoo on every (re)connect; the ACLs of the nodes we create.
+            auth_data=[self.auth] if self.auth else None,
+            default_acl=self._acl,
         )
 
     def start(self, timeout: float | None = None) -> ClusterState:
@@ -512,6 +581,11 @@ class ClusterState:
             raise ClusterStateError(
                 "the ZooKeeper client is not running (start() not called, or stopped)"
             ) from None
+        except NoAuthError:
+            raise NotAuthorized(
+                f"ZooKeeper at {self.hosts} refused access under the nodes' ACL: this client "
+                f"{'has other' if self.auth else 'has no'} credentials "
+                "(storm.zookeeper.auth.scheme / storm.zookeeper.auth.payload)") from None
 
     # The kazoo requests themselves, each bounded by the session timeout (see _call);
     # always called inside _call.
@@ -535,8 +609,9 @@ class ClusterState:
     def _zset(self, path: str, data: bytes, version: int = -1) -> Any:
         return self._wait(self._client.set_async(path, data, version))
 
-    def _zcreate(self, path: str, data: bytes, **flags: bool) -> str:
-        return self._wait(self._client.create_async(path, data, **flags))
+    def _zcreate(self, path: str, data: bytes, acl: list[ACL] | None = None,
+                 **flags: bool) -> str:
+        return self._wait(self._client.create_async(path, data, acl=acl, **flags))
 
     def _zdelete(self, path: str, version: int = -1) -> None:
         self._wait(self._client.delete_async(path, version))
@@ -566,17 +641,34 @@ class ClusterState:
                 result[child] = value
         return result
 
-    def _upsert(self, path: str, data: bytes) -> int:
-        """Set or create (with parents); idempotent, so safe to retry. New version."""
+    def _upsert(self, path: str, data: bytes, acl: list[ACL] | None = None) -> int:
+        """Set or create (with parents; `acl` for the node itself, else the client's
+        default); idempotent, so safe to retry. New version."""
         try:
             return self._zset(path, data).version
         except NoNodeError:
             pass
         try:
-            self._zcreate(path, data, makepath=True)
+            self._zcreate(path, data, acl=acl, makepath=True)
             return 0
         except NodeExistsError:
             return self._zset(path, data).version
+
+    def _ensure_inheriting(self, path: str) -> None:
+        """Create `path` (if missing) with its parent's ACL, not this client's: a
+        worker's error directory must stay deletable by the daemons that granted the
+        worker access to the parent."""
+        if self._zexists(path) is not None:
+            return
+        parent = path.rsplit("/", 1)[0]
+        try:
+            acl, _ = self._wait(self._client.get_acls_async(parent))
+        except NoNodeError:
+            acl = self._acl
+        try:
+            self._zcreate(path, b"", acl=list(acl), makepath=True)
+        except NodeExistsError:
+            pass
 
     def _delete_tree(self, path: str) -> None:
         """Delete `path` and everything under it; a missing node is already deleted."""
@@ -652,6 +744,40 @@ class ClusterState:
 
     def remove_topology(self, topology_id: str) -> None:
         self._delete_tree(self._path("storms", _segment(topology_id, "topology id")))
+
+    # --------------------------------------------------------------------- secrets
+
+    def set_secrets(self, topology_id: str, secrets: Mapping[str, Any], *,
+                    topology_auth: tuple[str, str] | None = None) -> None:
+        """Store a topology's secrets (`TopologySecrets.to_dict()`, plus anything the
+        supervisor must hand its workers) in a node only holders of this client's
+        credentials can read. With `topology_auth` (the workers' own digest
+        credentials), also create the topology's heartbeat and error directories
+        writable by them. Raises `ClusterStateError` when this client has no
+        credentials but `topology_auth` is given (nothing would protect the nodes)."""
+        tid = _segment(topology_id, "topology id")
+        path = self._path("secrets", tid)
+        self._call(self._upsert, path, _encode(path, dict(secrets)), self._secret_acl)
+        if topology_auth is None:
+            return
+        if self._acl is None:
+            raise ClusterStateError(
+                "storm.zookeeper.topology.auth.* is set but storm.zookeeper.auth.* is not: "
+                "the daemons need credentials of their own for the ACLs to mean anything")
+        acl = [*self._acl, _digest_acl(topology_auth, "storm.zookeeper.topology.auth.scheme")]
+        for kind in ("workerbeats", "errors"):
+            node = self._path(kind, tid)
+            try:
+                self._call(self._zcreate, node, b"", acl=acl, makepath=True)
+            except NodeExistsError:
+                pass
+
+    def get_secrets(self, topology_id: str) -> dict[str, Any] | None:
+        """The stored secrets, or None. `NotAuthorized` without the credentials."""
+        return self._get(self._path("secrets", _segment(topology_id, "topology id")))
+
+    def remove_secrets(self, topology_id: str) -> None:
+        self._delete_tree(self._path("secrets", _segment(topology_id, "topology id")))
 
     # ------------------------------------------------------------------------ code
 
@@ -809,6 +935,8 @@ class ClusterState:
                                _segment(component, "component"))
         record = {"time": _now() if time is None else time, "host": host,
                   "port": port, "task": task, "text": text}
+        if self._acl is not None:
+            self._call(self._ensure_inheriting, directory)
         self._call(self._zcreate, directory + "/e", _encode(directory, record),
                    sequence=True, makepath=True)
         for old in self._children(directory)[:-MAX_ERRORS]:

@@ -10,7 +10,10 @@ While ZooKeeper is unreachable it leaves its workers running as they are.
 
 Files under `storm.local.dir`: `supervisor/id` (a stable id across restarts),
 `stormdist/<topology>/` (unpacked code), `workers/<topology>-<port>/` (launch file,
-heartbeat, pid) and `logs/<topology>-<port>.log` (each worker's output).
+heartbeat, pid), `logs/<topology>-<port>.log` (each worker's log, rotated; see
+storm_zmq.logs) and `logs/<topology>-<port>.out` (its raw stdout/stderr: output that
+bypassed logging, e.g. a crash before logging was set up). The logs directory is
+served read-only on `logviewer.port` (storm_zmq.cluster.logviewer).
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from storm_zmq.cluster.logviewer import LogViewer, start_logviewer
 from storm_zmq.cluster.package import MARKER_NAME, unpack_package
 from storm_zmq.cluster.state import ClusterState
 from storm_zmq.cluster.worker import slots_of
+from storm_zmq.logs import open_worker_output, worker_log_path
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +67,8 @@ class Supervisor:
         self.stopping = threading.Event()
         self.state = ClusterState(conf)
         self._zk_down_logged = False
+        self.logs_dir = self.local_dir / "logs"
+        self.logviewer: LogViewer | None = None
 
     def _stable_id(self) -> str:
         path = self.local_dir / "supervisor" / "id"
@@ -73,6 +80,7 @@ class Supervisor:
     def run(self) -> int:
         self.state.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000)
         self._kill_leftover_workers()
+        self.logviewer = start_logviewer(self.conf, self.logs_dir)
         self._register()
         log.info("supervisor %s on %s, slots %s, local dir %s", self.id, self.host, self.ports,
                  self.local_dir)
@@ -101,12 +109,17 @@ class Supervisor:
         self.state.register_supervisor(self.id, {
             "host": self.host, "ports": self.ports, "time": time.time(),
             "hostname": socket.gethostname(), "pid": os.getpid(),
+            # where `storm-zmq logs` finds the workers' logs (None: viewer off)
+            "logviewer_port": self.logviewer.port if self.logviewer else None,
+            "logs_dir": str(self.logs_dir),
         })
 
     def shutdown(self) -> None:
         """Stop every worker of this supervisor, then leave ZooKeeper."""
         for port in list(self.workers):
             self._stop_worker(port, "supervisor shutting down")
+        if self.logviewer is not None:
+            self.logviewer.stop()
         self.state.stop()
 
     # -- reconciling ---------------------------------------------------------------
@@ -175,6 +188,13 @@ class Supervisor:
         conf = {**record["conf"], **{k: v for k, v in self.conf.items()
                                      if k.startswith(("storm.zookeeper.", "storm.local.",
                                                       "worker.", "storm.messaging."))}}
+        # The topology's transport secrets, stored at submit (docs/security.md), and
+        # its workers' own ZooKeeper credentials, which then replace the daemon's.
+        secrets = self.state.get_secrets(topology_id) or {}
+        zookeeper_auth = secrets.pop("zookeeper_auth", None)
+        if zookeeper_auth:
+            for prefix in ("storm.zookeeper.auth.", "storm.zookeeper.topology.auth."):
+                conf[prefix + "scheme"], conf[prefix + "payload"] = zookeeper_auth
         launch = {
             "conf": conf,
             "topology_id": topology_id,
@@ -187,16 +207,23 @@ class Supervisor:
             "topology_file": str(code_dir / record["topology_file"]),
             "topology_class": record["topology_class"],
             "heartbeat_file": str(directory / "heartbeat"),
+            "log_file": str(worker_log_path(self.logs_dir, topology_id, port)),
         }
-        (directory / "launch.json").write_text(json.dumps(launch))
+        launch["secrets"] = secrets or None
+        # It holds the topology's secrets (and ZooKeeper credentials): owner only.
+        fd = os.open(directory / "launch.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(launch))
         self._spawn(port, topology_id, index, directory, launch, reason)
 
     def _spawn(self, port: int, topology_id: str, index: int, directory: Path,
                launch: dict[str, Any], reason: str) -> None:
         (directory / "heartbeat").unlink(missing_ok=True)
-        logs = self.local_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        log_file = open(logs / f"{topology_id}-{port}.log", "ab")  # noqa: SIM115 - child owns it
+        # The worker logs to its rotated .log itself; stdout/stderr are for what
+        # bypasses logging (storm_zmq.logs), kept apart in a small .out file.
+        log_file = open_worker_output(self.logs_dir, topology_id, port,
+                                      int(self.conf["worker.log.max.bytes"]))
         process = subprocess.Popen(
             [sys.executable, "-m", "storm_zmq.cluster.worker",
              "--launch-file", str(directory / "launch.json")],

@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from storm_zmq.cluster.state import ClusterState
+from storm_zmq.cluster.state import ClusterState, worker_zookeeper_conf
+from storm_zmq.logs import configure_worker_logging
 from storm_zmq.runtime.assignment import WorkerSlot
 from storm_zmq.runtime.worker import Worker
 
@@ -105,7 +106,8 @@ class ZooKeeperControl:
         while not self._stopping.is_set():
             try:
                 if self._state is None:
-                    self._state = ClusterState(self.conf).start(timeout=self._interval * 5)
+                    self._state = ClusterState(worker_zookeeper_conf(self.conf)).start(
+                        timeout=self._interval * 5)
                 self._sync(self._state)
                 if self._zk_down_logged:
                     log.info("ZooKeeper is back")
@@ -154,13 +156,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     launch = json.loads(Path(args.launch_file).read_text())
     conf: dict[str, Any] = launch["conf"]
-    logging.basicConfig(
-        level=logging.INFO,
-        format=f"%(asctime)s {launch['topology_id']} worker-{launch['worker_index']} "
-               "%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    # The rotated <topology>-<port>.log; print() and sys.stderr are captured into it
+    # (the process's own stdout/stderr are the supervisor's .out file: storm_zmq.logs).
+    log_file = launch.get("log_file")
+    configure_worker_logging(
+        conf, Path(log_file) if log_file else None,
+        f"{launch['topology_id']} worker-{launch['worker_index']}",
+        stderr=not log_file, capture_stdio=bool(log_file))
+    if not log_file:
+        sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    executors = launch["assignment"]["assignment"]["executors"]
+    log.info("worker %d of %s starting on %s:%d (pid %d), components: %s",
+             launch["worker_index"], launch["topology_id"], launch["host"], launch["port"],
+             os.getpid(), ", ".join(sorted({c for _, c, _, w in executors
+                                            if w == launch["worker_index"]})))
     control = ZooKeeperControl(
         conf, launch["topology_id"], launch["supervisor"], launch["host"], launch["port"],
         Path(launch["heartbeat_file"]), launch["status"], launch["assignment"],
@@ -174,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         "assignment": launch["assignment"]["assignment"],
         "topology_file": launch["topology_file"],
         "topology_name": launch["topology_class"],
+        "secrets": launch.get("secrets"),
     }
     worker = Worker(spec, control)
     control.worker = worker

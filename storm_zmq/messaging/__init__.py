@@ -71,9 +71,28 @@ def transport_class(dotted_path: str) -> type:
     return cls
 
 
-def load_context(conf: dict[str, Any]) -> Context:
-    """Instantiate the transport named by `storm.messaging.transport` and prepare it."""
+def load_context(conf: dict[str, Any], secrets: Any = None) -> Context:
+    """Instantiate the transport named by `storm.messaging.transport`, prepare it and
+    hand it the topology's secrets (a `storm_zmq.messaging.auth.TopologySecrets` or
+    its `to_dict()` form; None when the topology has none).
+
+    Raises `TransportError` naming the key when the transport's authentication is
+    switched on (``storm.messaging.zmq.curve``, ``storm.messaging.tcp.authentication``)
+    and no secrets were given: a worker must never fall back to unauthenticated.
+    """
+    from storm_zmq.messaging.auth import coerce_secrets
+
     cls = transport_class(conf["storm.messaging.transport"])
     context = cls()
     context.prepare(conf)
+    secrets = coerce_secrets(secrets)
+    required = getattr(context, "auth_setting", None)
+    if required and secrets is None:
+        context.term()
+        raise TransportError(
+            f"{required} is on but this process was given no topology secrets (they are "
+            "made at submit, or per `storm-zmq run`, and reach workers through the "
+            "supervisor's launch file)")
+    if secrets is not None and callable(getattr(context, "use_secrets", None)):
+        context.use_secrets(secrets)
     return context

@@ -70,8 +70,18 @@ class Context(abc.ABC):
     """A transport instance for one process. `prepare` is called once, after the
     process has started (never share a context across fork)."""
 
+    #: After `prepare`: the config key that switched this transport's authentication
+    #: on (e.g. ``storm.messaging.zmq.curve``), else None. `load_context` names it
+    #: when no secrets were given, rather than letting bind/connect fail later.
+    auth_setting: str | None = None
+
     def prepare(self, conf: dict[str, Any]) -> None:  # noqa: B027 - optional hook
         """Read this transport's settings from the merged Storm config."""
+
+    def use_secrets(self, secrets: Any) -> None:  # noqa: B027 - optional hook
+        """Receive the topology's `storm_zmq.messaging.auth.TopologySecrets`, after
+        `prepare` and before any bind/connect. Transports without authentication
+        ignore them."""
 
     @abc.abstractmethod
     def bind(self, storm_id: str, port: int) -> Connection:

@@ -5,12 +5,21 @@ Bounded by design: high-water marks count frames (`storm.messaging.zmq.hwm`),
 `IMMEDIATE` keeps frames out of the queue of a peer that is not connected (so a
 send blocks instead of filling a dead pipe), `MAXMSGSIZE` refuses oversized frames
 before they are allocated, and a finite `LINGER` keeps close and term prompt.
+
+With `storm.messaging.zmq.curve` every socket speaks CURVE with the topology's one
+key pair (`storm_zmq.messaging.auth.TopologySecrets`): servers use its secret key,
+clients its key pair and the same public key as the server key, and a ZAP handler
+(`_ZapHandler`, a thread per context) admits only clients whose public key is the
+topology's, and servers enforce ZAP (no handler: no connection). The handshake happens inside libzmq, so a refused peer is
+seen through the server's socket monitor and counted as ``refused_auth``.
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
 import os
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -40,6 +49,80 @@ _HANDSHAKE_FAILURES = (
     | zmq.EVENT_HANDSHAKE_FAILED_AUTH
 )
 _MONITORED = _HANDSHAKE_FAILURES | zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED
+_CLIENT_MONITORED = _HANDSHAKE_FAILURES | zmq.EVENT_HANDSHAKE_SUCCEEDED
+
+
+ZAP_ENDPOINT = "inproc://zeromq.zap.01"  # RFC 27: where libzmq asks
+ZAP_DOMAIN = b"storm-zmq"
+
+
+class _ZapHandler(threading.Thread):
+    """The context's ZAP handler (RFC 27): admits a CURVE client only if its public
+    key is the topology's, refuses everything else.
+
+    Written here rather than using pyzmq's `ThreadAuthenticator`, whose asyncio loop
+    over a plain socket handled one request per wake-up and left concurrent
+    handshakes waiting (seen as stalled connections under load). This one polls
+    level-triggered and answers every queued request each time.
+    """
+
+    def __init__(self, context: zmq.Context, public_key_z85: bytes) -> None:
+        super().__init__(name="zmq-zap", daemon=True)
+        from zmq.utils import z85
+
+        self._public_key = z85.decode(public_key_z85)
+        # Bound here, before any server socket exists, so no handshake finds no handler.
+        self._sock = context.socket(zmq.ROUTER)
+        self._sock.linger = 0
+        self._sock.bind(ZAP_ENDPOINT)
+        endpoint = f"inproc://storm-zap-stop-{id(self)}"
+        self._stop_in = context.socket(zmq.PAIR)
+        self._stop_in.linger = 0
+        self._stop_in.bind(endpoint)
+        self._stop_out = context.socket(zmq.PAIR)
+        self._stop_out.linger = 0
+        self._stop_out.connect(endpoint)
+        self.admitted = self.denied = 0
+
+    def run(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self._sock, zmq.POLLIN)
+        poller.register(self._stop_in, zmq.POLLIN)
+        try:
+            while True:
+                events = dict(poller.poll())
+                if self._stop_in in events:
+                    return
+                while True:
+                    try:
+                        request = self._sock.recv_multipart(zmq.NOBLOCK)
+                    except zmq.Again:
+                        break
+                    self._answer(request)
+        finally:
+            self._sock.close()
+            self._stop_in.close()
+
+    def _answer(self, request: list[bytes]) -> None:
+        # [routing id, b"", version, request id, domain, address, identity, mechanism, *credentials]
+        if len(request) < 8 or request[1] != b"":
+            return  # not a ZAP request: nothing sensible to answer
+        routing, _, version, request_id, _domain, _address, _identity, mechanism = request[:8]
+        credentials = request[8:]
+        admit = (version == b"1.0" and mechanism == b"CURVE" and len(credentials) == 1
+                 and hmac.compare_digest(credentials[0], self._public_key))
+        if admit:
+            self.admitted += 1
+            status, text = b"200", b"OK"
+        else:
+            self.denied += 1
+            status, text = b"400", b"not the topology's key"
+        self._sock.send_multipart([routing, b"", b"1.0", request_id, status, text, b"", b""])
+
+    def stop(self) -> None:
+        self._stop_out.send(b"")
+        self.join(timeout=5)
+        self._stop_out.close()
 
 
 class Context(_Context):
@@ -49,6 +132,9 @@ class Context(_Context):
         self._zmq: zmq.Context | None = None
         self._pid = os.getpid()
         self._connections: set[_ZmqConnection] = set()
+        self.curve = False
+        self._secrets: Any = None
+        self._authenticator: Any = None
 
     def prepare(self, conf: dict[str, Any]) -> None:
         from storm_zmq.config import DEFAULTS
@@ -61,12 +147,38 @@ class Context(_Context):
         self.linger_ms = get("linger.millis")
         self.heartbeat_ivl_ms = get("heartbeat.ivl.ms")
         self.heartbeat_timeout_ms = get("heartbeat.timeout.ms")
+        self.curve = bool(get("curve"))
+        self.auth_setting = PREFIX + "curve" if self.curve else None
         # Created here, after the process started: a zmq context must not cross fork.
         self._pid = os.getpid()
         self._zmq = zmq.Context(io_threads=get("threads"))
 
+    def use_secrets(self, secrets: Any) -> None:
+        """Keep the topology's key pair; with CURVE on, start the ZAP handler that
+        admits only the topology's public key (before any socket binds: libzmq
+        consults ZAP for every CURVE handshake once a handler is there)."""
+        self._secrets = secrets
+        if self.curve and self._authenticator is None and self._zmq is not None:
+            self._authenticator = _ZapHandler(self._zmq, secrets.curve_public)
+            self._authenticator.start()
+
+    def _curve_keys(self) -> Any:
+        if not self.curve:
+            return None
+        if self._secrets is None or self._authenticator is None:
+            raise TransportError(f"{PREFIX}curve is on but the context has no topology "
+                                 "secrets (give them to load_context)")
+        return self._secrets
+
     def bind(self, storm_id: str, port: int) -> Connection:
+        keys = self._curve_keys()
         sock = self._socket(zmq.PULL)
+        if keys is not None:
+            sock.curve_secretkey = keys.curve_secret
+            sock.curve_publickey = keys.curve_public
+            sock.curve_server = True
+            sock.zap_domain = ZAP_DOMAIN
+            sock.setsockopt(zmq.ZAP_ENFORCE_DOMAIN, 1)  # no ZAP handler: refuse, not admit
         sock.setsockopt(zmq.RCVHWM, self.hwm)
         # One byte of slack: libzmq refuses messages strictly larger than this.
         sock.setsockopt(zmq.MAXMSGSIZE, self.link.max_frame_size)
@@ -86,7 +198,14 @@ class Context(_Context):
         return self._track(_Server(self, sock, port))
 
     def connect(self, storm_id: str, host: str, port: int) -> Connection:
+        keys = self._curve_keys()
         sock = self._socket(zmq.PUSH)
+        if keys is not None:
+            # Every worker of the topology holds the one key pair: the server's key
+            # is ours, and ours is the only client key the peer's ZAP handler admits.
+            sock.curve_secretkey = keys.curve_secret
+            sock.curve_publickey = keys.curve_public
+            sock.curve_serverkey = keys.curve_public
         sock.setsockopt(zmq.SNDHWM, self.hwm)
         sock.setsockopt(zmq.IMMEDIATE, 1)
         sock.setsockopt(zmq.RECONNECT_IVL, int(self.link.min_wait * 1000))
@@ -99,6 +218,9 @@ class Context(_Context):
     def term(self) -> None:
         for connection in list(self._connections):
             connection.close()
+        if self._authenticator is not None:
+            self._authenticator.stop()
+            self._authenticator = None
         if self._zmq is not None:
             self._zmq.term()
             self._zmq = None
@@ -142,6 +264,7 @@ class _Server(_ZmqConnection):
         super().__init__(context, sock)
         self._max_frame_size = context.link.max_frame_size
         self._monitor = sock.get_monitor_socket(_MONITORED)
+        self._curve = context.curve
         self._poller = zmq.Poller()
         self._poller.register(sock, zmq.POLLIN)
         self._poller.register(self._monitor, zmq.POLLIN)
@@ -191,7 +314,15 @@ class _Server(_ZmqConnection):
                 return
             kind = event["event"]
             if kind & _HANDSHAKE_FAILURES:
-                self.refused.record("handshake", "a connection that does not speak ZMTP")
+                if self._curve:
+                    # On a CURVE server every failed handshake is a peer that did not
+                    # prove it holds the topology's key; which side notices a NULL
+                    # peer's mechanism first is a race (EPIPE here when it was them).
+                    self.refused.record(
+                        "auth", f"a peer without the topology's CURVE key ({_reason(event)})")
+                else:
+                    self.refused.record("handshake", f"a connection that does not speak ZMTP "
+                                                     f"({_reason(event)})")
             elif kind == zmq.EVENT_ACCEPTED:
                 self.counters.accepted += 1
             elif kind == zmq.EVENT_DISCONNECTED:
@@ -214,6 +345,11 @@ class _Server(_ZmqConnection):
 class _Client(_ZmqConnection):
     def __init__(self, context: Context, sock: zmq.Socket, peer: str) -> None:
         super().__init__(context, sock)
+        # Connections (ZMTP handshakes) established and refused, for `reconnects`
+        # and `auth_failures`: libzmq reconnects on its own, only the monitor sees it.
+        self._monitor = sock.get_monitor_socket(_CLIENT_MONITORED)
+        self._handshakes = self._auth_failures = 0
+        self._refused = RefusalLog(log, f"zmq client to {peer}")
         self._link = context.link
         self._encoder = BatchEncoder(context.link.batch_size, context.link.max_frame_size)
         self._peer = peer
@@ -241,10 +377,43 @@ class _Client(_ZmqConnection):
             frames.close()  # type: ignore[attr-defined]
             self._messages += sent_messages
 
+    def _read_monitor(self) -> None:
+        while True:
+            try:
+                event = parse_monitor_message(self._monitor.recv_multipart(zmq.NOBLOCK))
+            except zmq.Again:
+                return
+            if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                self._handshakes += 1
+            elif event["event"] & _HANDSHAKE_FAILURES:
+                self._auth_failures += 1
+                self._refused.record("handshake", f"its connection: handshake failed "
+                                     f"({_reason(event)}); is curve on at both ends?")
+
     def stats(self) -> dict[str, int]:
+        if not self._closed:
+            self._read_monitor()
         return {
             "frames_sent": self._frames,
             "messages_sent": self._messages,
             "bytes_sent": self._bytes,
             "send_timeouts": self._timeouts,
+            "reconnects": max(0, self._handshakes - 1),
+            "handshake_failures": self._auth_failures,
         }
+
+    def close(self) -> None:
+        if not self._closed:
+            self._sock.disable_monitor()
+            self._monitor.close(linger=0)
+        super().close()
+
+
+def _reason(event: dict[str, Any]) -> str:
+    """A monitor event's failure in words (libzmq's ZAP status or protocol error)."""
+    if event["event"] == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+        return f"ZAP status {event['value']}"
+    if event["event"] == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+        return f"errno {event['value']}"
+    names = {getattr(zmq, n): n for n in dir(zmq) if n.startswith("PROTOCOL_ERROR_")}
+    return names.get(event["value"], f"error {event['value']}").removeprefix("PROTOCOL_ERROR_")

@@ -147,10 +147,14 @@ class _Runner:
 
     def _run(self) -> RunResult:
         spawn = multiprocessing.get_context("spawn")
+        from storm_zmq.messaging.auth import TopologySecrets
+
+        secrets = TopologySecrets.generate().to_dict()  # one set per run, for every worker
         for index in range(len(self.assignment.workers)):
             parent, child = spawn.Pipe()
             spec = {
                 "conf": self.conf,
+                "secrets": secrets,
                 "worker_index": index,
                 "assignment": self.assignment.to_dict(),
                 "topology_file": self.options.topology_file,

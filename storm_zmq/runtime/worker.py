@@ -305,7 +305,7 @@ class Worker:
         topology = load_topology(self.spec["topology_file"], self.spec.get("topology_name"))
         definition = topology.definition()
         state = self.state = WorkerState(self.conf, definition, self.assignment, self.index)
-        self.context = load_context(self.conf)
+        self.context = load_context(self.conf, self.spec.get("secrets"))
         port = self.assignment.workers[self.index].port
         self.server = self.context.bind(self.assignment.storm_id, port)
         for index, slot in enumerate(self.assignment.workers):

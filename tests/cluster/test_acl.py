@@ -1,0 +1,174 @@
+"""ZooKeeper digest ACLs (storm.zookeeper.auth.*, storm.zookeeper.topology.auth.*)
+against a real ZooKeeper: a client without the credentials can read ordinary state
+but not change it, and cannot read topology secrets at all; one with them can. And
+a whole cluster with ACLs and CURVE on still delivers every tuple."""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+
+from storm_zmq.cluster.state import (
+    ClusterState,
+    ClusterStateError,
+    NotAuthorized,
+    worker_zookeeper_conf,
+    zookeeper_auth,
+)
+from storm_zmq.messaging.auth import TopologySecrets
+from tests.cluster.test_cluster import Cluster, all_ids_arrive, wait_for
+
+DAEMONS = {"storm.zookeeper.auth.scheme": "digest",
+           "storm.zookeeper.auth.payload": "storm:s3cret"}
+TOPOLOGY = {"storm.zookeeper.topology.auth.scheme": "digest",
+            "storm.zookeeper.topology.auth.payload": "topo:t0pol0gy"}
+TID = "acl-topology-1"
+
+
+@pytest.fixture
+def secured(make_state: Callable[..., ClusterState]) -> ClusterState:
+    """Cluster state written by a daemon with credentials: secrets and an assignment."""
+    state = make_state(**DAEMONS)
+    state.set_secrets(TID, TopologySecrets.generate().to_dict())
+    state.set_assignment(TID, {"assignment": {"workers": 1}})
+    state.set_topology(TID, {"name": "t", "status": "active"})
+    return state
+
+
+def test_a_client_without_credentials_can_read_state_but_not_secrets_nor_change_it(
+        secured: ClusterState, make_state: Callable[..., ClusterState],
+        raw_client: KazooClient, zk_conf: dict[str, Any]) -> None:
+    root = zk_conf["storm.zookeeper.root"]
+    # A plain ZooKeeper client, as an attacker on the network would use.
+    with pytest.raises(NoAuthError):
+        raw_client.get(f"{root}/secrets/{TID}")
+    with pytest.raises(NoAuthError):
+        raw_client.set(f"{root}/assignments/{TID}", b'{"assignment": "mine"}')
+    with pytest.raises(NoAuthError):
+        raw_client.delete(f"{root}/assignments/{TID}")
+    with pytest.raises(NoAuthError):
+        raw_client.create(f"{root}/storms/evil", b"{}")
+    data, _ = raw_client.get(f"{root}/assignments/{TID}")  # world-readable
+    assert json.loads(data) == {"assignment": {"workers": 1}}
+    # The same through ClusterState: a clear error, not a kazoo exception.
+    anonymous = make_state()
+    with pytest.raises(NotAuthorized, match="storm.zookeeper.auth"):
+        anonymous.get_secrets(TID)
+    with pytest.raises(NotAuthorized):
+        anonymous.set_assignment(TID, {"assignment": "mine"})
+    assert anonymous.get_assignment(TID) == {"assignment": {"workers": 1}}
+
+
+def test_a_client_with_other_credentials_is_refused_too(
+        secured: ClusterState, make_state: Callable[..., ClusterState]) -> None:
+    other = make_state(**{"storm.zookeeper.auth.scheme": "digest",
+                          "storm.zookeeper.auth.payload": "storm:guessed"})
+    with pytest.raises(NotAuthorized, match="has other"):
+        other.get_secrets(TID)
+    with pytest.raises(NotAuthorized):
+        other.set_assignment(TID, {"assignment": "mine"})
+
+
+def test_a_client_with_the_credentials_reads_secrets_and_changes_assignments(
+        secured: ClusterState, make_state: Callable[..., ClusterState]) -> None:
+    peer = make_state(**DAEMONS)
+    secrets = TopologySecrets.from_dict(peer.get_secrets(TID) or {})
+    assert secrets == TopologySecrets.from_dict(secured.get_secrets(TID) or {})
+    peer.set_assignment(TID, {"assignment": {"workers": 2}})
+    assert secured.get_assignment(TID) == {"assignment": {"workers": 2}}
+    peer.remove_secrets(TID)
+    assert secured.get_secrets(TID) is None
+
+
+def test_workers_with_topology_credentials_write_beats_and_errors_only(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any]) -> None:
+    daemon = make_state(**DAEMONS)
+    daemon.set_secrets(TID, TopologySecrets.generate().to_dict(),
+                       topology_auth=("digest", "topo:t0pol0gy"))
+    daemon.set_assignment(TID, {"assignment": {"workers": 1}})
+    worker = make_state(**worker_zookeeper_conf({**zk_conf, **DAEMONS, **TOPOLOGY}))
+    assert worker.auth == ("digest", "topo:t0pol0gy")
+    worker.heartbeat(TID, "h", 6700, {"time": 1.0})
+    worker.report_error(TID, "split", "boom", host="h", port=6700)
+    assert daemon.worker_beats(TID) == {"h-6700": {"time": 1.0}}
+    assert daemon.errors(TID)["split"][0]["text"] == "boom"
+    with pytest.raises(NotAuthorized):
+        worker.get_secrets(TID)
+    with pytest.raises(NotAuthorized):
+        worker.set_assignment(TID, {"assignment": "mine"})
+    # Nimbus (daemon credentials) still removes everything of the topology.
+    daemon.remove_worker_beats(TID)
+    daemon.remove_errors(TID)
+    assert daemon.worker_beats(TID) == {} and daemon.errors(TID) == {}
+
+
+def test_without_auth_config_nodes_stay_open_as_before(
+        make_state: Callable[..., ClusterState], raw_client: KazooClient,
+        zk_conf: dict[str, Any]) -> None:
+    state = make_state()
+    assert state.auth is None
+    state.set_secrets(TID, {"hmac_key": "00"})
+    state.set_assignment(TID, {"a": 1})
+    root = zk_conf["storm.zookeeper.root"]
+    raw_client.set(f"{root}/assignments/{TID}", b'{"a": 2}')
+    assert state.get_assignment(TID) == {"a": 2}
+    assert json.loads(raw_client.get(f"{root}/secrets/{TID}")[0]) == {"hmac_key": "00"}
+    with pytest.raises(ClusterStateError, match="storm.zookeeper.auth"):
+        state.set_secrets(TID, {}, topology_auth=("digest", "topo:x"))
+
+
+@pytest.mark.parametrize(("conf", "message"), [
+    ({"storm.zookeeper.auth.scheme": "digest"}, "must be set together"),
+    ({"storm.zookeeper.auth.payload": "a:b"}, "must be set together"),
+    ({"storm.zookeeper.auth.scheme": "digest", "storm.zookeeper.auth.payload": "nocolon"},
+     "user:password"),
+])
+def test_incomplete_auth_config_is_a_clear_error(conf: dict[str, Any], message: str) -> None:
+    with pytest.raises(ClusterStateError, match=message):
+        zookeeper_auth(conf)
+    with pytest.raises(ClusterStateError, match=message):
+        ClusterState(conf)
+
+
+def test_worker_conf_takes_topology_credentials_when_set() -> None:
+    assert worker_zookeeper_conf(DAEMONS)["storm.zookeeper.auth.payload"] == "storm:s3cret"
+    conf = worker_zookeeper_conf({**DAEMONS, **TOPOLOGY})
+    assert conf["storm.zookeeper.auth.payload"] == "topo:t0pol0gy"
+
+
+@pytest.mark.slow
+def test_a_cluster_with_acls_and_curve_delivers_and_keeps_its_secrets(
+        tmp_path: Path, zk_conf: dict[str, Any], raw_client: KazooClient) -> None:
+    cluster = Cluster(tmp_path, {**zk_conf, **DAEMONS, **TOPOLOGY,
+                                 "storm.messaging.zmq.curve": True})
+    try:
+        cluster.start("nimbus", "nimbus")
+        cluster.supervisor("s1")
+        cluster.submit(count=300, rate=300)
+        all_ids_arrive(cluster.output, 300)
+        root = zk_conf["storm.zookeeper.root"]
+        (topology_id,) = raw_client.get_children(f"{root}/storms")
+        with pytest.raises(NoAuthError):
+            raw_client.get(f"{root}/secrets/{topology_id}")
+        record = json.loads(raw_client.get(f"{root}/storms/{topology_id}")[0])
+        assert "storm.zookeeper.auth.payload" not in record["conf"]
+        assert "storm.zookeeper.topology.auth.payload" not in record["conf"]
+        launch_files = list((tmp_path / "s1" / "workers").glob("*/launch.json"))
+        assert launch_files
+        for launch_file in launch_files:
+            assert stat.S_IMODE(launch_file.stat().st_mode) == 0o600
+            launch = json.loads(launch_file.read_text())
+            assert TopologySecrets.from_dict(launch["secrets"])
+            # the workers got their own ZooKeeper credentials, not the daemons'
+            assert launch["conf"]["storm.zookeeper.auth.payload"] == "topo:t0pol0gy"
+        wait_for(lambda: raw_client.get_children(f"{root}/workerbeats/{topology_id}"),
+                 "heartbeats written with the topology's credentials")
+    finally:
+        cluster.stop_all()
