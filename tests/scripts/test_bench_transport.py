@@ -18,7 +18,7 @@ from storm_zmq.messaging.wire import decode_frame
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "bench_transport.py"
-LINKS = ("zmq", "raw-zmq", "tcp", "raw-socket")
+LINKS = ("zmq", "raw-zmq", "tcp", "raw-socket", "zmq-curve", "tcp-auth")
 
 
 @pytest.fixture(scope="module")
