@@ -1,4 +1,34 @@
-"""Fixtures shared across test directories. The real ZooKeeper server is one per
-session for the whole suite (tests/zk_fixtures.py), whichever directory uses it."""
+"""Fixtures shared across test directories.
+
+The real ZooKeeper server is one per session for the whole suite
+(tests/zk_fixtures.py), whichever directory uses it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+
+import pytest
 
 pytest_plugins = ["tests.zk_fixtures"]
+
+
+@pytest.fixture(autouse=True)
+def _forget_topology_projects() -> Iterator[None]:
+    """`load_topology` puts a project's directory and its ``src/`` on sys.path and
+    imports its packages under their plain names (``spouts``, ``bolts``, ...). After
+    a test that did, both are forgotten, so that the next project's packages of the
+    same names are its own, whatever ran before."""
+    path = list(sys.path)
+    yield
+    added = [entry for entry in sys.path if entry not in path]
+    if not added:
+        return
+    sys.path[:] = path
+    prefixes = tuple(os.path.realpath(entry) + os.sep for entry in added)
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and os.path.realpath(file).startswith(prefixes):
+            del sys.modules[name]

@@ -18,6 +18,7 @@ from typing import Any
 
 from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
 from storm_zmq.config import ConfigError, parse_override, validate
+from storm_zmq.metrics.summary import TopologyLayout
 
 
 def add_parser(subparsers: Any) -> None:
@@ -188,6 +189,8 @@ def submit_topology(args: argparse.Namespace) -> int:
             "num_workers": workers,
             "ackers": acker_executors(topology_conf, workers),
             "components": {n: [c.par, c.num_tasks] for n, c in definition.components.items()},
+            # kinds and edges for `stats` and the UI, without loading the code
+            "layout": TopologyLayout.from_definition(definition).to_dict(),
             "topology_file": package.topology_file,
             "topology_class": package.topology_class,
             "launch_time": time.time(),

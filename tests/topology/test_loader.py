@@ -46,17 +46,6 @@ class WordCount(Topology):
 """
 
 
-@pytest.fixture(autouse=True)
-def isolated_imports():
-    """Each project's `spouts`/`bolts` packages and sys.path entries are forgotten
-    after the test, so projects in different tests never see each other's modules."""
-    path, modules = list(sys.path), dict(sys.modules)
-    yield
-    sys.path[:] = path
-    for name in set(sys.modules) - set(modules):
-        del sys.modules[name]
-
-
 def write(root: Path, files: dict[str, str]) -> None:
     for rel, text in files.items():
         file = root / rel
