@@ -468,29 +468,30 @@ class BoltExecutor(Executor):
         tick_secs = self.worker.component_conf(self.component).get("topology.tick.tuple.freq.secs")
         next_tick = time.monotonic() + tick_secs if tick_secs else None
         sample_every = self._sample_every
-        next_sample = 0
+        until_sample = 0  # tuples to run before the next process-latency sample
         perf_counter = time.perf_counter
         while not self.stop_requested.is_set():
             for batch in incoming.get_all(timeout=0.05):
                 if self.stop_requested.is_set():
                     break  # stopping: what is left was not drained in time
                 started = perf_counter()
-                items: Any = batch
-                if sample_every and self.executed >= next_sample:
-                    # one process-latency sample: the batch's first tuple, from now to its ack
-                    next_sample = self.executed + sample_every
-                    items = itertools.islice(batch, 1, None)
-                    self._run_one(*batch[0], sampled_at=started)
-                for task, item in items:
-                    tup = self._decode(task, item)
-                    if tup is None:
-                        continue
-                    try:
-                        self.components[task]._run_process(tup)
-                    except BaseException as exc:
-                        exc._storm_task = task  # type: ignore[attr-defined]
-                        raise
-                    self.executed += 1
+                if not sample_every:
+                    self._run_batch(batch)
+                else:
+                    # every `sample_every`-th tuple is followed from here to its ack;
+                    # the rest run in plain slices, so the per-tuple loop is unchanged
+                    position, size = 0, len(batch)
+                    while position < size:
+                        if until_sample >= size - position:
+                            until_sample -= size - position
+                            self._run_batch(itertools.islice(batch, position, None))
+                            break
+                        sampled = position + until_sample
+                        if sampled > position:
+                            self._run_batch(itertools.islice(batch, position, sampled))
+                        self._run_one(*batch[sampled], sampled_at=perf_counter())
+                        position = sampled + 1
+                        until_sample = sample_every - 1
                 self.busy_secs += perf_counter() - started
             now = time.monotonic()
             if next_tick is not None and now >= next_tick:
@@ -505,6 +506,21 @@ class BoltExecutor(Executor):
             for component in tickless:
                 component._maybe_flush(now)
             self.flush()
+
+    def _run_batch(self, items: Any) -> None:
+        """The per-tuple hot path: `items` of (task, tuple or payload) through process()."""
+        components = self.components
+        decode = self._decode
+        for task, item in items:
+            tup = decode(task, item)
+            if tup is None:
+                continue
+            try:
+                components[task]._run_process(tup)
+            except BaseException as exc:
+                exc._storm_task = task  # type: ignore[attr-defined]
+                raise
+            self.executed += 1
 
     def _run_one(self, task: int, item: Any, sampled_at: float) -> None:
         tup = self._decode(task, item)
