@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from storm_zmq.config import ConfigError, validate
 from storm_zmq.messaging import TRANSPORT_ALIASES
+from storm_zmq.messaging.auth import TopologySecrets
 from storm_zmq.runtime.assignment import WorkerSlot, acker_executors, assign
 from storm_zmq.runtime.stats import RunStats
 from storm_zmq.runtime.worker import worker_main
@@ -147,8 +148,6 @@ class _Runner:
 
     def _run(self) -> RunResult:
         spawn = multiprocessing.get_context("spawn")
-        from storm_zmq.messaging.auth import TopologySecrets
-
         secrets = TopologySecrets.generate().to_dict()  # one set per run, for every worker
         for index in range(len(self.assignment.workers)):
             parent, child = spawn.Pipe()
