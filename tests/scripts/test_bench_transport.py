@@ -87,7 +87,7 @@ def test_tiny_run_over_every_link_delivers_everything(tmp_path: Path) -> None:
         assert throughput["sent"] == throughput["received"] > 0, link
         assert latency["sent"] == latency["received"] > 0, link
         assert 0 < latency["p50_us"] <= latency["p99_us"], link
-    assert set(case["ratios"]) == {"zmq/raw-zmq", "tcp/raw-socket"}
+    assert set(case["ratios"]) == {"zmq/raw-zmq", "tcp/raw-socket", "zmq-curve/zmq", "tcp-auth/tcp"}
     assert report["micro"] and all(row["ns_per_msg"] > 0 for row in report["micro"])
     assert report["machine"]["nproc"] >= 1
     # The table is printed whatever the targets say.
