@@ -78,8 +78,7 @@ def prepare_run(options: RunOptions) -> tuple[Any, dict[str, Any], int]:
         raise RunError(str(exc)) from None
     workers = options.workers or int(conf["topology.workers"])
     if conf["storm.messaging.transport"] == TRANSPORT_ALIASES["local"] and workers > 1:
-        print("note: the local transport runs in one process; using 1 worker", file=sys.stderr)
-        workers = 1
+        workers = 1  # the local transport runs in one process (run_local says so)
     if workers < 1:
         raise RunError(f"need at least one worker, got {workers}")
     return definition, conf, workers
@@ -101,6 +100,8 @@ def check_ports(ports: list[int]) -> None:
 
 def run_local(options: RunOptions, out: TextIO = sys.stdout) -> RunResult:
     definition, conf, num_workers = prepare_run(options)
+    if num_workers < (options.workers or int(conf["topology.workers"])):
+        print("note: the local transport runs in one process; using 1 worker", file=sys.stderr)
     ports = list(conf["supervisor.slots.ports"])[:num_workers]
     if len(ports) < num_workers:
         raise RunError(

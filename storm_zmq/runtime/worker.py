@@ -103,9 +103,12 @@ class WorkerState:
             overflow_limit=max(receive_size, in_flight), wait_put=self._wait_put,
         )
         graph: dict[str, set[str]] = {}
+        #: (source component, stream, consumer component) of every subscription
+        self._subscriptions: set[tuple[str, str, str]] = set()
         for name, component in definition.components.items():
-            for source, _stream, _grouping in component.inputs:
+            for source, stream, _grouping in component.inputs:
                 graph.setdefault(source, set()).add(name)
+                self._subscriptions.add((source, stream, name))
         self._cyclic = cyclic_edges(graph)
 
     # -- what executors ask -------------------------------------------------------
@@ -185,6 +188,11 @@ class WorkerState:
             raise MalformedTuple(
                 f"{len(values)} values on stream {stream!r} of {component!r}, "
                 f"which has {len(stream_def.fields)} fields"
+            )
+        receiver = self.assignment.task_component.get(target)
+        if (component, stream, receiver) not in self._subscriptions:
+            raise MalformedTuple(
+                f"{receiver!r} does not subscribe to stream {stream!r} of {component!r}"
             )
         return tuple.__new__(  # type: ignore[return-value]
             Tuple,

@@ -524,3 +524,16 @@ def test_hostile_system_stream_tuples_do_not_kill_a_running_worker(tmp_path: Pat
     assert result.exit_code == 0, f"{result.reason}\n{out.getvalue()}"
     assert set(sink_ids(tmp_path)) == set(range(COUNT))
     assert result.stats.latest[0]["refused"].get("tuple") == len(messages)
+
+
+def test_a_tuple_for_a_task_that_does_not_subscribe_to_its_stream_is_refused(
+    state: WorkerState,
+) -> None:
+    """Well formed, declared stream, right arity, but sent to the wrong bolt: the
+    spout's tuples go to relay, never straight to sink."""
+    tasks = state.assignment.component_tasks
+    numbers, relay, sink = tasks["numbers"][0], tasks["relay"][0], tasks["sink"][0]
+    good = msgpack.packb([numbers, "default", None, [1, "one"]])
+    assert state.make_tuple(*decode_tuple(good), relay).values == (1, "one")
+    with pytest.raises(MalformedTuple, match="'sink' does not subscribe to stream 'default' of 'numbers'"):
+        state.make_tuple(*decode_tuple(good), sink)
