@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from storm_zmq.cluster import ClusterState
 from tests.zk_fixtures import ZooKeeperServer, free_port
 
 PROJECT = Path(__file__).parents[1] / "runtime" / "project"
@@ -53,7 +54,9 @@ class Cluster:
             "supervisor.worker.timeout.secs": 8,
             "supervisor.worker.shutdown.sleep.secs": 2,
             "topology.message.timeout.secs": 4,
+            "logviewer.port": 0,  # several supervisors on one host; tests that want it set it
         }
+        self.zk_conf = zk_conf
         self.conf_file = tmp / "storm.yaml"
         self.conf_file.write_text(yaml.safe_dump(conf))
         self.processes: dict[str, subprocess.Popen[str]] = {}
@@ -74,9 +77,15 @@ class Cluster:
             cwd=self.tmp)
 
     def supervisor(self, name: str) -> None:
+        """Start a supervisor and wait until nimbus can see it (it is registered),
+        so that what a test submits next is spread over every supervisor started."""
         ports = [free_port(), free_port()]
         self.start(name, "supervisor", "-o", f"storm.local.dir={self.tmp / name}",
                    "-o", f"supervisor.slots.ports={ports}")
+        id_file = self.tmp / name / "supervisor" / "id"
+        with ClusterState(self.zk_conf).start(timeout=10) as state:
+            wait_for(lambda: id_file.exists() and id_file.read_text().strip() in state.supervisors(),
+                     f"supervisor {name} registered")
 
     def kill(self, name: str) -> None:
         process = self.processes.pop(name)
