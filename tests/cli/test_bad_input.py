@@ -22,40 +22,19 @@ import pytest
 
 from storm_zmq.cli.main import main
 from tests.messaging.conftest import free_port
+from tests.procs import processes
+
+pytestmark = pytest.mark.usefixtures("isolated")
 
 PROJECT = Path(__file__).parents[1] / "runtime" / "project"
 WORDCOUNT = PROJECT / "topologies" / "wordcount.py"
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty working directory and home, no STORM_CONF."""
-    home, work = tmp_path / "home", tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("STORM_CONF", raising=False)
-    monkeypatch.chdir(work)
-    return work
-
-
 def children() -> list[int]:
     """Live child processes of this process (a half-started run would leave some),
     except multiprocessing's resource tracker, which lives as long as we do."""
-    me = str(os.getpid())
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                data = stat.read()
-            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                command = cmdline.read()
-        except OSError:
-            continue
-        fields = data[data.rindex(b")") + 2:].split()
-        if fields[1].decode() == me and fields[0] != b"Z" and b"resource_tracker" not in command:
-            found.append(int(entry))
-    return found
+    return [p.pid for p in processes() if p.ppid == os.getpid() and p.state != "Z"
+            and b"resource_tracker" not in p.command]
 
 
 def one_error_line(err: str, *needles: str) -> str:
@@ -226,17 +205,13 @@ def run_cli(cwd: Path, *args: str, timeout: float = 90) -> tuple[subprocess.Comp
     )
     out, err = process.communicate(timeout=timeout)
     result = subprocess.CompletedProcess(process.args, process.returncode, out, err)
-    time.sleep(0.2)  # let the kernel reap what the runner killed
-    left = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                data = stat.read()
-        except OSError:
-            continue
-        fields = data[data.rindex(b")") + 2:].split()
-        if int(fields[3]) == process.pid and fields[0] != b"Z":  # same session
-            left.append(int(entry))
+    # what the runner killed is reaped in a moment: poll until none is left, or 5 s
+    deadline = time.monotonic() + 5
+    while True:
+        left = [p.pid for p in processes() if p.session == process.pid and p.state != "Z"]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     return result, left
 
 

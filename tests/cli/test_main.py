@@ -17,18 +17,7 @@ from storm_zmq.cli import add_config_arguments, load_config_from_args
 from storm_zmq.cli.main import main
 from storm_zmq.config import DEFAULTS
 
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Run in an empty working directory with an empty home and no STORM_CONF."""
-    home = tmp_path / "home"
-    work = tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("STORM_CONF", raising=False)
-    monkeypatch.chdir(work)
-    return work
+pytestmark = pytest.mark.usefixtures("isolated")
 
 
 def write_conf(work: Path, text: str, name: str = "conf/storm.yaml") -> Path:

@@ -31,6 +31,7 @@ from storm_zmq.runtime.local import RunOptions, prepare_run, run_local
 from storm_zmq.runtime.worker import worker_main
 from tests.cluster.test_cluster import sink_ids, wait_for
 from tests.messaging.conftest import free_port
+from tests.procs import processes
 
 PROJECT = Path(__file__).parent / "project"
 #: numbers (spout, par 2) -> relay (par 2, fields) -> sink (par 2, appends ids to files)
@@ -44,21 +45,7 @@ pytestmark = pytest.mark.slow
 def child_workers() -> list[int]:
     """Worker processes of a run in this process: children started by
     multiprocessing's spawn, in start order (worker 0 first)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                data = stat.read()
-            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                command = cmdline.read()
-        except OSError:
-            continue
-        fields = data[data.rindex(b")") + 2:].split()
-        if int(fields[1]) == os.getpid() and b"spawn_main" in command:
-            found.append((int(fields[19]), int(entry)))  # (start time, pid)
-    return [pid for _, pid in sorted(found)]
+    return [p.pid for p in processes() if p.ppid == os.getpid() and b"spawn_main" in p.command]
 
 
 def rss_kb(pid: int) -> int:

@@ -1,7 +1,7 @@
 """A cycle under backpressure: bounce -> relay -> bounce, and bounce -> bounce,
 every id six hops round before it reaches the sink; acking on."""
-from testparts.components import NumberSpout
-from testparts.pressure import BounceBolt, IdSinkBolt, RelayBolt
+from testparts.components import NumberSpout, SinkBolt
+from testparts.pressure import BounceBolt, RelayBolt
 
 from storm_zmq import Grouping, Topology
 from storm_zmq.topology import StreamRef
@@ -15,4 +15,4 @@ class Cycle(Topology):
         par=2,
     )
     relay = RelayBolt.spec(inputs={bounce["loop"]: Grouping.SHUFFLE}, par=2)
-    sink = IdSinkBolt.spec(inputs=[bounce], par=1)
+    sink = SinkBolt.spec(inputs=[bounce], par=1)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import time
 
 from storm_zmq import Bolt, Spout, Stream
-from testparts.components import write_output
 
 
 class FloodSpout(Spout):
@@ -69,16 +68,3 @@ class RelayBolt(Bolt):
 
     def process(self, tup):
         self.emit([tup.values[0], tup.values[1]], stream="back", anchors=[tup])
-
-
-class IdSinkBolt(Bolt):
-    outputs = []
-
-    def initialize(self, conf, ctx):
-        self.conf, self.task, self.seen = conf, ctx["taskid"], []
-
-    def process(self, tup):
-        self.seen.append(tup.values[0])
-
-    def cleanup(self):
-        write_output(self.conf, f"sink-{self.task}.json", self.seen)
