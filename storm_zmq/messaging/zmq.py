@@ -21,7 +21,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import zmq
@@ -264,6 +264,9 @@ class _Server(_ZmqConnection):
         super().__init__(context, sock)
         self._max_frame_size = context.link.max_frame_size
         self._monitor = sock.get_monitor_socket(_MONITORED)
+        # read by the receive thread (recv) and by whoever asks for stats(): a zmq
+        # socket may change threads only with a lock's memory barrier in between
+        self._monitor_lock = threading.Lock()
         self._curve = context.curve
         self._poller = zmq.Poller()
         self._poller.register(sock, zmq.POLLIN)
@@ -274,8 +277,7 @@ class _Server(_ZmqConnection):
     def recv(self, timeout: float | None = None) -> list[TaskMessage]:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            if self._monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-                self._read_monitor()
+            self._read_monitor()
             messages = self._drain()
             if messages:
                 return messages
@@ -307,11 +309,11 @@ class _Server(_ZmqConnection):
         return messages
 
     def _read_monitor(self) -> None:
-        while True:
-            try:
-                event = parse_monitor_message(self._monitor.recv_multipart(zmq.NOBLOCK))
-            except zmq.Again:
+        with self._monitor_lock:
+            if self._monitor.closed or not self._monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
                 return
+            events = list(_monitor_events(self._monitor))
+        for event in events:
             kind = event["event"]
             if kind & _HANDSHAKE_FAILURES:
                 if self._curve:
@@ -331,14 +333,14 @@ class _Server(_ZmqConnection):
                 self.counters.disconnects += 1
 
     def stats(self) -> dict[str, int]:
-        if not self._closed and self._monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-            self._read_monitor()
+        self._read_monitor()
         return self.counters.snapshot()
 
     def close(self) -> None:
-        if not self._closed:
-            self._sock.disable_monitor()
-            self._monitor.close(linger=0)
+        with self._monitor_lock:
+            if not self._closed:
+                self._sock.disable_monitor()
+                self._monitor.close(linger=0)
         super().close()
 
 
@@ -378,11 +380,7 @@ class _Client(_ZmqConnection):
             self._messages += sent_messages
 
     def _read_monitor(self) -> None:
-        while True:
-            try:
-                event = parse_monitor_message(self._monitor.recv_multipart(zmq.NOBLOCK))
-            except zmq.Again:
-                return
+        for event in _monitor_events(self._monitor):
             if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self._handshakes += 1
             elif event["event"] & _HANDSHAKE_FAILURES:
@@ -407,6 +405,15 @@ class _Client(_ZmqConnection):
             self._sock.disable_monitor()
             self._monitor.close(linger=0)
         super().close()
+
+
+def _monitor_events(monitor: zmq.Socket) -> Iterator[dict[str, Any]]:
+    """The events waiting on a monitor socket, without blocking."""
+    while True:
+        try:
+            yield parse_monitor_message(monitor.recv_multipart(zmq.NOBLOCK))
+        except zmq.Again:
+            return
 
 
 def _reason(event: dict[str, Any]) -> str:
