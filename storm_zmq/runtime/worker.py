@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from storm_zmq.component import Tuple
 from storm_zmq.messaging import Connection, load_context
-from storm_zmq.messaging.base import TaskMessage
+from storm_zmq.messaging.base import SendTimeout, TaskMessage
 from storm_zmq.messaging.counters import RefusalLog
 from storm_zmq.runtime.assignment import ACKER, Assignment, WorkerSlot
 from storm_zmq.runtime.backpressure import (
@@ -53,6 +53,11 @@ from storm_zmq.topology.grouping import make_chooser
 log = logging.getLogger(__name__)
 
 STATS_INTERVAL = 0.5
+#: A blocked send to a peer is retried after this long, so that the send thread can
+#: follow a peer that moved (and stop) while it waits.
+SEND_WAIT_SLICE_MS = 500
+#: Stopping, a peer that takes nothing gets this long before its messages are dropped.
+SHUTDOWN_SEND_GRACE = 5.0
 LATENCY_SAMPLES_PER_REPORT = 5000
 _SYSTEM_STREAM_PREFIX = "__"
 
@@ -313,7 +318,7 @@ class Worker:
         topology = load_topology(self.spec["topology_file"], self.spec.get("topology_name"))
         definition = topology.definition()
         state = self.state = WorkerState(self.conf, definition, self.assignment, self.index)
-        self.context = load_context(self.conf, self.spec.get("secrets"))
+        self.context = load_context(_bounded_send_waits(self.conf), self.spec.get("secrets"))
         port = self.assignment.workers[self.index].port
         self.server = self.context.bind(self.assignment.storm_id, port)
         for index, slot in enumerate(self.assignment.workers):
@@ -611,7 +616,37 @@ class Worker:
                 else:
                     existing.extend(batch)
             for worker, messages in grouped.items():
+                self._send(worker, messages)
+
+    def _send(self, worker: int, messages: list[Any]) -> None:
+        """Send to a peer, waiting as long as it takes (nothing is dropped), but in
+        slices: between them the thread follows a peer that moved (a send to where
+        it was would otherwise wait for ever) and notices the worker stopping."""
+        gave_up_at = None
+        while True:
+            try:
                 self.clients[worker].send(messages)
+                return
+            except SendTimeout as exc:
+                messages = exc.unsent
+            self._apply_peer_updates()
+            if self.state.stopping.is_set():
+                gave_up_at = gave_up_at or time.monotonic() + SHUTDOWN_SEND_GRACE
+                if time.monotonic() >= gave_up_at:
+                    log.warning("stopping: %d message(s) for worker %d not sent (it does "
+                                "not take them)", len(messages), worker)
+                    return
+
+
+def _bounded_send_waits(conf: dict[str, Any]) -> dict[str, Any]:
+    """The worker's own transport settings: a send that may block for ever (the
+    default, -1) blocks in slices of SEND_WAIT_SLICE_MS instead (see Worker._send)."""
+    conf = dict(conf)
+    for key in ("storm.messaging.zmq.send.timeout.ms", "storm.messaging.tcp.send.timeout.ms",
+                "storm.messaging.local.send.timeout.ms"):
+        if int(conf.get(key, -1)) < 0:
+            conf[key] = SEND_WAIT_SLICE_MS
+    return conf
 
 
 def _process_usage() -> dict[str, int]:

@@ -137,9 +137,24 @@ def sink_ids(output: Path) -> Counter[int]:
     return ids
 
 
+def logs_tail(root: Path, lines: int = 25) -> str:
+    """The last lines of every daemon and worker log under a test cluster's directory:
+    what a failed wait shows, so that a failure in CI can be understood afterwards."""
+    parts = []
+    for path in sorted([*root.glob("*.log"), *root.glob("*/logs/*.log"), *root.glob("*/logs/*.out")]):
+        text = path.read_text(errors="replace").splitlines()[-lines:]
+        parts.append(f"--- {path.relative_to(root)}\n" + "\n".join(text))
+    return "\n".join(parts)
+
+
 def all_ids_arrive(output: Path, count: int, timeout: float = 90) -> Counter[int]:
-    wait_for(lambda: set(sink_ids(output)) >= set(range(count)), f"all {count} ids at the sink",
-             timeout)
+    try:
+        wait_for(lambda: set(sink_ids(output)) >= set(range(count)),
+                 f"all {count} ids at the sink", timeout)
+    except AssertionError as exc:
+        missing = set(range(count)) - set(sink_ids(output))
+        raise AssertionError(f"{exc}; {len(missing)} missing, e.g. {sorted(missing)[:10]}\n"
+                             f"{logs_tail(output.parent)}") from None
     seen = sink_ids(output)
     duplicates = sum(n - 1 for n in seen.values())
     print(f"{count} ids delivered, {duplicates} duplicates (replays)")
