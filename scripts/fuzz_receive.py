@@ -42,7 +42,7 @@ with atheris.instrument_imports():
     from storm_zmq.messaging.wire import FrameError, decode_frame, encode_batch
     from storm_zmq.runtime.acking import ACKER_INIT_STREAM_ID, AckerState, SpoutPending
     from storm_zmq.runtime.assignment import ACKER, WorkerSlot, acker_executors, assign
-    from storm_zmq.runtime.serialization import MalformedTuple, check_system_tuple, decode_tuple
+    from storm_zmq.runtime.serialization import MalformedTuple, decode_tuple
     from storm_zmq.runtime.worker import WorkerState
     from storm_zmq.topology import load_topology
 
@@ -76,12 +76,8 @@ def receive(frame: bytes) -> None:
         target = STATE.assignment.task_component[message.task]
         try:
             source, stream, roots, values = decode_tuple(message.message)
-            tup = STATE.make_tuple(source, stream, roots, values, message.task)
+            STATE.make_tuple(source, stream, roots, values, message.task)  # checks system tuples too
             if stream.startswith("__"):
-                if target != ACKER and STATE.definition.components[target].kind != "spout":
-                    continue  # the fix proposed for make_tuple refuses these
-                check_system_tuple(stream, source, values,
-                                   from_acker=tup.component == ACKER, to_acker=target == ACKER)
                 if target == ACKER:
                     acker = AckerState(30)
                     if stream == ACKER_INIT_STREAM_ID:

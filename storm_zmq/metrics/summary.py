@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from storm_zmq.topology.visualize import grouping_label
+
 __all__ = [
     "ACKER",
     "COUNTERS",
@@ -128,7 +130,7 @@ class TopologyLayout:
             for name, c in definition.components.items()
         )
         edges = tuple(
-            Edge(source, name, stream, _grouping_text(grouping))
+            Edge(source, name, stream, grouping_label(grouping))
             for name, c in definition.components.items()
             for source, stream, grouping in c.inputs
         )
@@ -181,14 +183,6 @@ class TopologyLayout:
 
 def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _grouping_text(grouping: Any) -> str:
-    kind = getattr(grouping, "kind", None)
-    if kind is None:
-        return str(grouping)
-    fields_ = getattr(grouping, "fields", ())
-    return f"fields({', '.join(fields_)})" if kind == "fields" else str(kind)
 
 
 # -------------------------------------------------------------------------- summary
