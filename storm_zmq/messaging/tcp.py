@@ -25,6 +25,7 @@ import logging
 import queue
 import selectors
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterable
@@ -445,7 +446,10 @@ class _Client(Connection):
                 self._next_attempt_at = time.monotonic() + self._link.backoff(self._attempt)
                 self._attempt += 1
                 continue
-            sock.settimeout(self._link.send_timeout)
+            # Blocking, with the kernel's SO_SNDTIMEO as the bound: a Python socket
+            # timeout polls before every send, a second system call per frame.
+            sock.settimeout(None)
+            _set_send_timeout(sock, self._link.send_timeout)
             self._attempt = 0
             if self._ever_connected:
                 self._reconnects += 1
@@ -478,23 +482,27 @@ class _Client(Connection):
         total = len(prefix) + len(frame)
         try:
             written = sock.sendmsg((prefix, frame))
-        except TimeoutError:
+        except BlockingIOError:  # SO_SNDTIMEO passed with nothing written
             raise _WriteTimeout(0) from None
-        while written < total:  # a partial write: the kernel buffer is full
+        if written == total:
+            return
+        try:
+            while written < total:  # a partial write: the kernel buffer is full
+                if deadline is not None:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise _WriteTimeout(written)
+                    _set_send_timeout(sock, remaining)
+                try:
+                    if written < len(prefix):
+                        written += sock.send(prefix[written:])
+                    else:
+                        written += sock.send(frame[written - len(prefix) :])
+                except BlockingIOError:
+                    raise _WriteTimeout(written) from None
+        finally:
             if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise _WriteTimeout(written)
-                sock.settimeout(remaining)
-            try:
-                if written < len(prefix):
-                    written += sock.send(prefix[written:])
-                else:
-                    written += sock.send(frame[written - len(prefix) :])
-            except TimeoutError:
-                raise _WriteTimeout(written) from None
-        if deadline is not None:
-            sock.settimeout(self._link.send_timeout)
+                _set_send_timeout(sock, self._link.send_timeout)
 
     def _disconnect(self) -> None:
         if self._sock is not None:
@@ -533,6 +541,19 @@ def _recv_exact(sock: socket.socket, size: int, limit: float) -> bytes:
             raise AuthError("the server closed the connection during authentication")
         data += chunk
     return data
+
+
+def _set_send_timeout(sock: socket.socket, seconds: float | None) -> None:
+    """Bound a blocking socket's sends in the kernel (SO_SNDTIMEO; 0 = for ever):
+    a send that passes it returns what it wrote, or fails with EAGAIN."""
+    if seconds is None:
+        seconds = 0.0
+    else:
+        seconds = max(seconds, 0.001)  # 0 would mean for ever
+    whole = int(seconds)
+    sock.setsockopt(
+        socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+        struct.pack("@ll", whole, int((seconds - whole) * 1_000_000)))
 
 
 def _peer_closed(sock: socket.socket) -> bool:

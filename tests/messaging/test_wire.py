@@ -77,6 +77,14 @@ def test_iterables_and_empty_batches_are_accepted() -> None:
         ([TaskMessage("1", b"x")], "task id must be an int32 integer, got '1'"),  # type: ignore[arg-type]
         ([TaskMessage(1, "text")], "must be bytes, got str"),  # type: ignore[arg-type]
         ([(1, b"x", 3)], "every message must be a TaskMessage"),
+        ([5], "every message must be a TaskMessage"),
+        # the same mistakes inside a batch (another code path than a single message)
+        ([TaskMessage(1, b"ok"), TaskMessage(-(2**31) - 1, b"x")], "task id must be an int32"),
+        ([TaskMessage(1, b"ok"), TaskMessage(1.5, b"x")], "task id must be an int32 integer, got 1.5"),  # type: ignore[arg-type]
+        ([TaskMessage(1, b"ok"), TaskMessage(1, bytearray(b"x"))], "must be bytes, got bytearray"),  # type: ignore[arg-type]
+        ([TaskMessage(1, b"ok"), (1, b"x", 3)], "every message must be a TaskMessage"),
+        ([TaskMessage(1, b"ok"), (1,)], "every message must be a TaskMessage"),
+        ([TaskMessage(1, b"ok"), 5], "every message must be a TaskMessage"),
     ],
 )
 def test_invalid_messages_raise_type_error_naming_the_problem(batch: list, error: str) -> None:
