@@ -263,6 +263,11 @@ SCHEMA: dict[str, Setting] = {
         None, "int", "Send tick tuples to every bolt this often; null = never.",
         nullable=True, minimum=1),
     "topology.debug": Setting(False, "bool", "Log every emitted tuple."),
+    "topology.testing.always.try.serialize": Setting(
+        False, "bool", "Serialize every emitted tuple, also those delivered inside the "
+        "worker as objects, so that a value msgpack cannot carry fails in a one-worker "
+        "run as it would between workers (costs one msgpack pack per emit; "
+        "storm_zmq.testing's harnesses turn it on)."),
     "topology.stats.sample.rate": Setting(
         0.05, "float", "Fraction of tuples sampled for statistics; trades accuracy "
         "for overhead.", minimum=0, maximum=1),

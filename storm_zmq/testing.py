@@ -7,6 +7,10 @@ pystorm's auto-ack/anchor/fail, through a recording collector.
     harness.process(["dog"])
     assert harness.emitted_values() == [["dog", 1]]
     assert harness.acked == [harness.inputs[0]]
+
+Every emit is also serialized as it would be between workers
+(`topology.testing.always.try.serialize`, on by default here), so a value msgpack
+cannot carry raises `SerializationError` naming component, stream and type.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from typing import Any
 
 from storm_zmq.component import SYSTEM_COMPONENT, TICK_STREAM, Bolt, Spout, Tuple
 from storm_zmq.config import DEFAULTS
+from storm_zmq.runtime.serialization import encode_tuple
+
+TRY_SERIALIZE = "topology.testing.always.try.serialize"
 
 
 @dataclass
@@ -51,6 +58,8 @@ class _RecordingCollector:
             raise ValueError(f"direct_task given for stream {stream!r}, which is not declared direct")
         if direct and direct_task is None:
             raise ValueError(f"stream {stream!r} is direct; emit needs direct_task")
+        if h.try_serialize:  # as a worker does between workers: a clear error here
+            encode_tuple(0, stream, None, values, h.name)
         h.emits.append(Emit(list(values), stream, list(anchors or []), tup_id, direct_task))
         return [h.target_task] if need_task_ids else None
 
@@ -78,8 +87,13 @@ class _Harness:
         self.errors: list[tuple[BaseException, Tuple | None]] = []
         self.exhausted = False
         self.target_task = 1
+        self.name = name
+        # Storm's testing key, on by default here: a value msgpack cannot carry fails
+        # in the unit test rather than only once a tuple crosses workers.
+        conf = {**DEFAULTS, TRY_SERIALIZE: True, **(conf or {})}
+        self.try_serialize = bool(conf[TRY_SERIALIZE])
         self.component = component_cls(collector=_RecordingCollector(self), name=name, task=task)
-        self.component.initialize({**DEFAULTS, **(conf or {})},
+        self.component.initialize(conf,
                                   {"taskid": task, "componentid": name, "task->component": {str(task): name}})
 
     def emitted_values(self, stream: str | None = None) -> list[list[Any]]:

@@ -194,3 +194,15 @@ def test_emit_on_a_direct_stream_needs_direct_task_as_in_a_worker() -> None:
     h = BoltHarness(EchoBolt)
     with pytest.raises(ValueError, match="direct"):
         h.component.emit(["x"], stream="direct")
+
+
+def test_an_unserializable_emit_fails_in_the_harness_as_it_would_between_workers() -> None:
+    from storm_zmq.runtime.serialization import SerializationError
+
+    harness = BoltHarness(EchoBolt, name="echo")
+    with pytest.raises(SerializationError,
+                       match="component 'echo', stream 'default': value 0 of the tuple is a builtins.set"):
+        harness.process([{1, 2}])
+    relaxed = BoltHarness(EchoBolt, conf={"topology.testing.always.try.serialize": False})
+    relaxed.process([{1, 2}])
+    assert relaxed.emitted_values() == [[{1, 2}], [{1, 2}, 2]]

@@ -157,6 +157,8 @@ class TaskCollector:
         else:
             targets = [task for chooser in route.choosers for task in chooser.choose(values)]
         executor.emitted += 1
+        if executor.try_serialize:  # what a remote target would need, checked for all
+            encode_tuple(self._task, route.stream, None, values, self._component)
         if executor.debug:
             log.info(
                 "emit component=%s task=%d stream=%s values=%r -> tasks %s",
@@ -224,6 +226,7 @@ class Executor(threading.Thread):
         self.incoming: BatchQueue[tuple[int, Any]] = worker.queues[assignment.index]
         self._task_location = worker.task_location
         self.debug = bool(worker.conf.get("topology.debug"))
+        self.try_serialize = bool(worker.conf.get("topology.testing.always.try.serialize"))
         self.acking = bool(worker.assignment.ackers)
         self._ackers = worker.assignment.ackers
         self._rng = random.Random()  # seeded from os.urandom in this process: never shared

@@ -126,6 +126,15 @@ def test_an_unserializable_value_names_component_stream_and_type(tmp_path: Path)
     assert "component 'values', stream 'default': value 0 of the tuple is a builtins.set" in result.stderr
 
 
+def test_always_try_serialize_finds_an_unserializable_value_inside_one_worker(tmp_path: Path) -> None:
+    # One worker delivers every tuple as an object, so only Storm's testing key
+    # makes the same mistake fail as it would between workers.
+    result = run("unserializable.py", tmp_path, "-o", "topology.testing.always.try.serialize=true",
+                 workers=1)
+    assert result.returncode == 1
+    assert "component 'values', stream 'default': value 0 of the tuple is a builtins.set" in result.stderr
+
+
 def test_a_busy_port_is_a_clear_error_and_nothing_starts(tmp_path: Path) -> None:
     with socket.socket() as holder:
         holder.bind(("0.0.0.0", 0))
