@@ -29,6 +29,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from storm_zmq.messaging.auth import (
@@ -359,6 +360,16 @@ class _WriteTimeout(Exception):
         self.written = written
 
 
+@dataclass
+class _PartialFrame:
+    """A frame a send timed out in the middle of: its messages (handed back to the
+    caller as unsent), the frame with its length prefix, and how much is written."""
+
+    messages: tuple[TaskMessage, ...]
+    data: bytes
+    written: int
+
+
 class _Client(Connection):
     def __init__(self, context: Context, host: str, port: int, storm_id: str,
                  key: bytes | None) -> None:
@@ -379,15 +390,18 @@ class _Client(Connection):
         self._timeouts = self._reconnects = self._connect_failures = 0
         self._auth_failures = 0
         self._refused = RefusalLog(log, f"tcp client to {self._peer}")
+        self._partial: _PartialFrame | None = None
 
     def send(self, messages: Iterable[TaskMessage]) -> None:
         if self._closed:
             raise TransportError(f"send on a closed connection to {self._peer}")
         msgs = messages if isinstance(messages, list) else list(messages)
-        frames = self._encoder.encode(msgs)
         timeout = self._link.send_timeout
         deadline = None if timeout is None else time.monotonic() + timeout
-        sent_messages = 0
+        done = 0  # leading messages of msgs that are on the wire
+        if self._partial is not None:
+            done = self._finish_partial(msgs, deadline)
+        frames = self._encoder.encode(msgs[done:] if done else msgs)
         try:
             for frame, count in frames:
                 prefix = length_prefix(len(frame))
@@ -396,24 +410,60 @@ class _Client(Connection):
                         self._write(self._connected(deadline), prefix, frame, deadline)
                         break
                     except _WriteTimeout as exc:
-                        if exc.written:  # half a frame is on the wire: the stream is spoilt
-                            self._disconnect()
+                        if exc.written:
+                            # Part of the frame is on the wire: keep it, so that the
+                            # retry of what we hand back finishes this frame rather
+                            # than spoiling the stream (and the connection) for it.
+                            self._partial = _PartialFrame(
+                                tuple(msgs[done : done + count]), bytes(prefix) + bytes(frame),
+                                exc.written)
                         self._timeouts += 1
                         raise SendTimeout(
                             f"peer {self._peer} took no frame within {timeout} s",
-                            unsent=msgs[sent_messages:],
+                            unsent=msgs[done:],
                         ) from None
                     except OSError:
                         # The peer went away; the frame was not completely written, so
                         # the peer dropped it as truncated: send it whole on a new
                         # connection.
                         self._disconnect()
-                sent_messages += count
-                self._frames += 1
-                self._bytes += len(frame) + len(prefix)
+                self._sent(count, len(frame) + len(prefix))
+                done += count
         finally:
             frames.close()  # type: ignore[attr-defined]
-            self._messages += sent_messages
+
+    def _finish_partial(self, msgs: list[TaskMessage], deadline: float | None) -> int:
+        """Before anything else, the frame a timed-out send left half written. If
+        `msgs` starts with that frame's messages (the caller retries what it was
+        handed back), write the rest of it and return how many messages that
+        delivered; if not, that frame can no longer be finished: drop the
+        connection (the peer discards the truncated frame) and return 0."""
+        partial = self._partial
+        assert partial is not None and self._sock is not None
+        count = len(partial.messages)
+        if (len(msgs) < count or any(a is not b for a, b in zip(msgs, partial.messages))
+                or _peer_closed(self._sock)):  # a restarted peer would take the tail as a frame
+            self._disconnect()
+            return 0
+        rest = memoryview(partial.data)[partial.written :]
+        try:
+            self._write(self._sock, b"", rest, deadline)
+        except _WriteTimeout as exc:
+            partial.written += exc.written
+            self._timeouts += 1
+            raise SendTimeout(f"peer {self._peer} took no frame within {self._link.send_timeout} s",
+                              unsent=msgs) from None
+        except OSError:  # the connection broke mid-frame: everything goes afresh
+            self._disconnect()
+            return 0
+        self._partial = None
+        self._sent(count, len(partial.data))
+        return count
+
+    def _sent(self, messages: int, size: int) -> None:
+        self._frames += 1
+        self._messages += messages
+        self._bytes += size
         self._last_write_at = time.monotonic()
 
     def _connected(self, deadline: float | None) -> socket.socket:
@@ -505,6 +555,7 @@ class _Client(Connection):
                 _set_send_timeout(sock, self._link.send_timeout)
 
     def _disconnect(self) -> None:
+        self._partial = None  # a half-written frame dies with its connection
         if self._sock is not None:
             self._sock.close()
             self._sock = None

@@ -212,6 +212,49 @@ def test_reader_that_stops_makes_sender_block_with_bounded_memory(make_context: 
     assert server.recv(timeout=0.3) == []
 
 
+def test_a_sender_retrying_what_was_handed_back_keeps_its_connection_and_order(
+    make_context: Any,
+) -> None:
+    """The worker's way of waiting for a slow peer: retry the unsent messages of each
+    SendTimeout. A frame half written when the timeout came must be finished by the
+    retry, not thrown away with its connection (tcp did: a reconnect per timeout,
+    and a kernel buffer full of frames parked on each abandoned connection)."""
+    context = make_context(
+        {"send.timeout.ms": 100, "hwm": 4, "buffer_size": 65536, "transfer.batch.size": 65536}
+    )
+    port = free_port()
+    server = context.bind(STORM_ID, port)
+    client = context.connect(STORM_ID, "127.0.0.1", port)
+    produced, timeouts = 0, 0
+    to_send: list[TaskMessage] = []
+    deadline = time.monotonic() + 30
+    while timeouts < 5:  # the server reads nothing yet
+        assert time.monotonic() < deadline, "the sender never timed out"
+        if not to_send:
+            to_send = numbered(0, produced, 64, pad=1000 - SEQ.size)
+            produced += 64
+        try:
+            client.send(to_send)
+            to_send = []
+        except SendTimeout as exc:
+            to_send = exc.unsent
+            timeouts += 1
+    received: list[TaskMessage] = []
+    while to_send or len(received) < produced:  # now it reads, and the sender retries
+        assert time.monotonic() < deadline, f"{len(received)} of {produced} received"
+        received += server.recv(timeout=0.01)
+        if to_send:
+            try:
+                client.send(to_send)
+                to_send = []
+            except SendTimeout as exc:
+                to_send = exc.unsent
+    seqs = [SEQ.unpack_from(m.message)[1] for m in received]
+    assert seqs == list(range(produced)), "a message was lost, repeated or reordered"
+    assert client.stats().get("reconnects", 0) == 0
+    assert server.stats().get("refused_truncated", 0) == 0
+
+
 # --- close and term ----------------------------------------------------------------
 
 
