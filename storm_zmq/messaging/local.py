@@ -15,6 +15,7 @@ from typing import Any
 
 from storm_zmq.messaging.base import Connection, SendTimeout, TaskMessage, TransportError
 from storm_zmq.messaging.base import Context as _Context
+from storm_zmq.messaging.wire import check_messages
 
 PREFIX = "storm.messaging.local."
 #: How often a blocked sender looks again for a server that was closed and bound anew.
@@ -113,6 +114,7 @@ class _Client(Connection):
         batch = list(messages)
         if not batch:
             return
+        check_messages(batch)  # what the network transports refuse, refused here too
         timeout = self._context.send_timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:

@@ -399,9 +399,19 @@ class _Client(Connection):
         timeout = self._link.send_timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         done = 0  # leading messages of msgs that are on the wire
+        frames = None
         if self._partial is not None:
-            done = self._finish_partial(msgs, deadline)
-        frames = self._encoder.encode(msgs[done:] if done else msgs)
+            if self._retries_partial(msgs):
+                # the rest is checked (encode raises on a bad message) before the
+                # frame is finished: a bad batch sends nothing
+                frames = self._encoder.encode(msgs[len(self._partial.messages) :])
+                done = self._finish_partial(msgs, deadline)
+            else:
+                self._disconnect()  # the peer discards the truncated frame
+        if not done:
+            if frames is not None:
+                frames.close()  # type: ignore[attr-defined]
+            frames = self._encoder.encode(msgs)
         try:
             for frame, count in frames:
                 prefix = length_prefix(len(frame))
@@ -432,19 +442,22 @@ class _Client(Connection):
         finally:
             frames.close()  # type: ignore[attr-defined]
 
-    def _finish_partial(self, msgs: list[TaskMessage], deadline: float | None) -> int:
-        """Before anything else, the frame a timed-out send left half written. If
-        `msgs` starts with that frame's messages (the caller retries what it was
-        handed back), write the rest of it and return how many messages that
-        delivered; if not, that frame can no longer be finished: drop the
-        connection (the peer discards the truncated frame) and return 0."""
+    def _retries_partial(self, msgs: list[TaskMessage]) -> bool:
+        """Whether `msgs` starts with the messages of the frame a timed-out send left
+        half written (the caller retries what it was handed back), on a connection
+        whose peer is still there (a restarted peer would take the tail as a frame)."""
         partial = self._partial
         assert partial is not None and self._sock is not None
         count = len(partial.messages)
-        if (len(msgs) < count or any(a is not b for a, b in zip(msgs, partial.messages))
-                or _peer_closed(self._sock)):  # a restarted peer would take the tail as a frame
-            self._disconnect()
-            return 0
+        return (len(msgs) >= count and all(a is b for a, b in zip(msgs, partial.messages))
+                and not _peer_closed(self._sock))
+
+    def _finish_partial(self, msgs: list[TaskMessage], deadline: float | None) -> int:
+        """Write the rest of the half-written frame, whose messages start `msgs`;
+        how many messages that delivered, or 0 when the connection broke meanwhile
+        (the peer dropped the truncated frame: everything goes again, afresh)."""
+        partial = self._partial
+        assert partial is not None and self._sock is not None
         rest = memoryview(partial.data)[partial.written :]
         try:
             self._write(self._sock, b"", rest, deadline)
@@ -453,12 +466,12 @@ class _Client(Connection):
             self._timeouts += 1
             raise SendTimeout(f"peer {self._peer} took no frame within {self._link.send_timeout} s",
                               unsent=msgs) from None
-        except OSError:  # the connection broke mid-frame: everything goes afresh
+        except OSError:
             self._disconnect()
             return 0
         self._partial = None
-        self._sent(count, len(partial.data))
-        return count
+        self._sent(len(partial.messages), len(partial.data))
+        return len(partial.messages)
 
     def _sent(self, messages: int, size: int) -> None:
         self._frames += 1
@@ -530,19 +543,29 @@ class _Client(Connection):
         self, sock: socket.socket, prefix: bytes, frame: memoryview, deadline: float | None
     ) -> None:
         total = len(prefix) + len(frame)
+        bounded = False  # SO_SNDTIMEO lowered to the time left of `deadline`
         try:
-            written = sock.sendmsg((prefix, frame))
-        except BlockingIOError:  # SO_SNDTIMEO passed with nothing written
-            raise _WriteTimeout(0) from None
-        if written == total:
-            return
-        try:
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise _WriteTimeout(0)
+                # Earlier frames, a reconnect or a finished partial frame used some
+                # of the time: a full SO_SNDTIMEO per frame would let one send() of
+                # n frames block n timeouts long. (A system call only then.)
+                if remaining < self._link.send_timeout - 0.001:  # type: ignore[operator]
+                    _set_send_timeout(sock, remaining)
+                    bounded = True
+            try:
+                written = sock.sendmsg((prefix, frame))
+            except BlockingIOError:  # SO_SNDTIMEO passed with nothing written
+                raise _WriteTimeout(0) from None
             while written < total:  # a partial write: the kernel buffer is full
                 if deadline is not None:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         raise _WriteTimeout(written)
                     _set_send_timeout(sock, remaining)
+                    bounded = True
                 try:
                     if written < len(prefix):
                         written += sock.send(prefix[written:])
@@ -551,7 +574,7 @@ class _Client(Connection):
                 except BlockingIOError:
                     raise _WriteTimeout(written) from None
         finally:
-            if deadline is not None:
+            if bounded:
                 _set_send_timeout(sock, self._link.send_timeout)
 
     def _disconnect(self) -> None:

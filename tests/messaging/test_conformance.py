@@ -255,6 +255,40 @@ def test_a_sender_retrying_what_was_handed_back_keeps_its_connection_and_order(
     assert server.stats().get("refused_truncated", 0) == 0
 
 
+def test_a_retry_with_a_bad_message_sends_nothing_and_a_good_retry_everything_once(
+    make_context: Any,
+) -> None:
+    """A batch with an invalid message is refused before anything is sent, also when
+    it retries messages a SendTimeout handed back (for tcp: the half-written frame
+    is not finished for a batch that is then refused)."""
+    context = make_context(
+        {"send.timeout.ms": 100, "hwm": 4, "buffer_size": 65536, "transfer.batch.size": 65536}
+    )
+    port = free_port()
+    server = context.bind(STORM_ID, port)
+    client = context.connect(STORM_ID, "127.0.0.1", port)
+    produced = 0
+    for _ in range(2000):
+        messages = numbered(0, produced, 64, pad=1000 - SEQ.size)
+        produced += 64
+        try:
+            client.send(messages)
+        except SendTimeout as exc:
+            unsent = exc.unsent
+            break
+    else:
+        pytest.fail("the sender was never told that the receiver stopped reading")
+    with pytest.raises(TypeError, match="must be bytes"):
+        client.send(unsent + [TaskMessage(7, "not bytes")])  # type: ignore[arg-type]
+    accepted = produced - len(unsent)
+    received = receive_until(server, accepted, deadline_s=30)
+    assert server.recv(timeout=0.3) == [], "a message of the refused batch was sent"
+    client.send(unsent)
+    received += receive_until(server, len(unsent), deadline_s=30)
+    seqs = [SEQ.unpack_from(m.message)[1] for m in received]
+    assert seqs == list(range(produced))
+
+
 # --- close and term ----------------------------------------------------------------
 
 

@@ -10,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storm_zmq.messaging import MessageTooLarge, TaskMessage
-from storm_zmq.messaging.wire import VERSION, FrameError, decode_frame, encode_batch
+from storm_zmq.messaging.wire import (
+    VERSION,
+    FrameError,
+    check_messages,
+    decode_frame,
+    encode_batch,
+)
 
 BIG = 1 << 24
 
@@ -90,6 +96,8 @@ def test_iterables_and_empty_batches_are_accepted() -> None:
 def test_invalid_messages_raise_type_error_naming_the_problem(batch: list, error: str) -> None:
     with pytest.raises(TypeError, match=error):
         encode_batch(batch, BIG, BIG)
+    with pytest.raises(TypeError, match=error):  # the same checks without encoding (local)
+        check_messages(batch)
 
 
 @pytest.mark.parametrize(

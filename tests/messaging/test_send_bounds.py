@@ -1,0 +1,106 @@
+"""`send.timeout.ms` bounds one `send()`, however many frames the batch needs.
+
+A peer that drains slowly but steadily takes each frame within the timeout, so a
+per-frame bound (ZeroMQ's SNDTIMEO, the kernel's SO_SNDTIMEO) alone would let a send
+of n frames block n timeouts long; the worker relies on its sends returning within
+their slice to notice a peer that moved or a stop. The peers here are raw sockets
+that read one frame's worth every few milliseconds, so the test controls the pace.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import zmq
+
+from storm_zmq.messaging import SendTimeout, TaskMessage, load_context
+from tests.messaging.conftest import free_port, transport_conf
+
+STORM_ID = "bounds-1"
+TIMEOUT_S = 0.1
+FRAME_BYTES = 60_000  # one message per frame (transfer.batch.size below)
+READ_EVERY_S = 0.01
+
+
+def frames(count: int) -> list[TaskMessage]:
+    return [TaskMessage(1, bytes(FRAME_BYTES)) for _ in range(count)]
+
+
+def _read_slowly(read_one: object, stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            read_one()  # type: ignore[operator]
+        except (zmq.Again, BlockingIOError, OSError):
+            pass
+        stop.wait(READ_EVERY_S)
+
+
+@pytest.fixture
+def stop() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def test_zmq_send_of_many_frames_to_a_slow_peer_is_bounded_by_the_timeout(
+    stop: threading.Event,
+) -> None:
+    raw = zmq.Context()
+    pull = raw.socket(zmq.PULL)
+    pull.setsockopt(zmq.RCVHWM, 1)
+    pull.setsockopt(zmq.RCVBUF, 65536)
+    pull.setsockopt(zmq.LINGER, 0)
+    port = free_port()
+    pull.bind(f"tcp://127.0.0.1:{port}")
+    reader = threading.Thread(target=_read_slowly, args=(lambda: pull.recv(zmq.NOBLOCK), stop),
+                              daemon=True)
+    reader.start()
+    context = load_context(transport_conf("zmq", {
+        "send.timeout.ms": int(TIMEOUT_S * 1000), "hwm": 1, "transfer.batch.size": 65536}))
+    try:
+        client = context.connect(STORM_ID, "127.0.0.1", port)
+        client.send(frames(1))  # connected
+        started = time.monotonic()
+        with pytest.raises(SendTimeout):  # 400 frames at one per 10 ms: 4 s unbounded
+            client.send(frames(400))
+        assert time.monotonic() - started < 5 * TIMEOUT_S
+    finally:
+        stop.set()
+        reader.join()
+        context.term()
+        pull.close()
+        raw.term()
+
+
+def test_tcp_send_of_many_frames_to_a_slow_peer_is_bounded_by_the_timeout(
+    stop: threading.Event,
+) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    context = load_context(transport_conf("tcp", {
+        "send.timeout.ms": int(TIMEOUT_S * 1000), "buffer_size": 65536,
+        "transfer.batch.size": 65536}))
+    try:
+        client = context.connect(STORM_ID, "127.0.0.1", port)
+        client.send(frames(1))  # connects; the listener's backlog holds it
+        peer, _ = listener.accept()
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        reader = threading.Thread(
+            target=_read_slowly, args=(lambda: peer.recv(FRAME_BYTES, socket.MSG_DONTWAIT), stop),
+            daemon=True)
+        reader.start()
+        started = time.monotonic()
+        with pytest.raises(SendTimeout):  # 100 frames at one per 10 ms: 1 s unbounded
+            client.send(frames(100))
+        assert time.monotonic() - started < 5 * TIMEOUT_S
+        stop.set()
+        reader.join()
+        peer.close()
+    finally:
+        stop.set()
+        context.term()
+        listener.close()
