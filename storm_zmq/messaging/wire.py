@@ -88,7 +88,7 @@ class BatchEncoder:
 
     def _single(self, message: TaskMessage) -> Iterator[tuple[bytes | memoryview, int]]:
         """One message, the runtime's most frequent small batch: packed directly by
-        an auto-resetting packer (a 100-byte message costs 0.7 us here against
+        an auto-resetting packer (a 100-byte message costs 0.85 us here against
         2.6 us through the general path's task array and shared buffer)."""
         try:
             task, payload = message
