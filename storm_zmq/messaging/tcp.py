@@ -45,7 +45,7 @@ from storm_zmq.messaging.base import Context as _Context
 from storm_zmq.messaging.counters import RefusalLog, ServerCounters
 from storm_zmq.messaging.settings import LinkSettings
 from storm_zmq.messaging.stream import FrameReader, length_prefix
-from storm_zmq.messaging.wire import BatchEncoder, FrameError, decode_frame
+from storm_zmq.messaging.wire import BatchEncoder, Frame, FrameError, FrameParts, decode_frame
 
 log = logging.getLogger(__name__)
 
@@ -377,7 +377,9 @@ class _Client(Connection):
         self._storm_id = storm_id
         self._key = key
         self._link = context.link
-        self._encoder = BatchEncoder(context.link.batch_size, context.link.max_frame_size)
+        # scattering: large payloads go to the kernel as they are (one vectored write)
+        self._encoder = BatchEncoder(context.link.batch_size, context.link.max_frame_size,
+                                     scatter=True)
         self._address = (host, port)
         self._peer = f"{host}:{port}"
         self._sock: socket.socket | None = None
@@ -425,7 +427,7 @@ class _Client(Connection):
                             # retry of what we hand back finishes this frame rather
                             # than spoiling the stream (and the connection) for it.
                             self._partial = _PartialFrame(
-                                tuple(msgs[done : done + count]), bytes(prefix) + bytes(frame),
+                                tuple(msgs[done : done + count]), prefix + bytes(frame),
                                 exc.written)
                         self._timeouts += 1
                         raise SendTimeout(
@@ -540,7 +542,7 @@ class _Client(Connection):
             return False
 
     def _write(
-        self, sock: socket.socket, prefix: bytes, frame: memoryview, deadline: float | None
+        self, sock: socket.socket, prefix: bytes, frame: Frame, deadline: float | None
     ) -> None:
         total = len(prefix) + len(frame)
         bounded = False  # SO_SNDTIMEO lowered to the time left of `deadline`
@@ -556,9 +558,14 @@ class _Client(Connection):
                     _set_send_timeout(sock, remaining)
                     bounded = True
             try:
-                written = sock.sendmsg((prefix, frame))
+                if type(frame) is FrameParts:
+                    written = sock.sendmsg([prefix, *frame.buffers])
+                else:
+                    written = sock.sendmsg((prefix, frame))
             except BlockingIOError:  # SO_SNDTIMEO passed with nothing written
                 raise _WriteTimeout(0) from None
+            if written < total:  # a partial write: go on from one buffer, without copies
+                rest = memoryview(bytes(frame) if type(frame) is FrameParts else frame)
             while written < total:  # a partial write: the kernel buffer is full
                 if deadline is not None:
                     remaining = deadline - time.monotonic()
@@ -570,7 +577,7 @@ class _Client(Connection):
                     if written < len(prefix):
                         written += sock.send(prefix[written:])
                     else:
-                        written += sock.send(frame[written - len(prefix) :])
+                        written += sock.send(rest[written - len(prefix) :])
                 except BlockingIOError:
                     raise _WriteTimeout(written) from None
         finally:

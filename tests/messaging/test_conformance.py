@@ -212,8 +212,9 @@ def test_reader_that_stops_makes_sender_block_with_bounded_memory(make_context: 
     assert server.recv(timeout=0.3) == []
 
 
+@pytest.mark.parametrize("size", [1000, 8000])  # packed frames, and (tcp) scattered ones
 def test_a_sender_retrying_what_was_handed_back_keeps_its_connection_and_order(
-    make_context: Any,
+    make_context: Any, size: int,
 ) -> None:
     """The worker's way of waiting for a slow peer: retry the unsent messages of each
     SendTimeout. A frame half written when the timeout came must be finished by the
@@ -231,7 +232,7 @@ def test_a_sender_retrying_what_was_handed_back_keeps_its_connection_and_order(
     while timeouts < 5:  # the server reads nothing yet
         assert time.monotonic() < deadline, "the sender never timed out"
         if not to_send:
-            to_send = numbered(0, produced, 64, pad=1000 - SEQ.size)
+            to_send = numbered(0, produced, 64, pad=size - SEQ.size)
             produced += 64
         try:
             client.send(to_send)

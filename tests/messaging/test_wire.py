@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from storm_zmq.messaging import MessageTooLarge, TaskMessage
 from storm_zmq.messaging.wire import (
     VERSION,
+    BatchEncoder,
     FrameError,
+    FrameParts,
     check_messages,
     decode_frame,
     encode_batch,
@@ -144,3 +146,26 @@ def test_decode_survives_every_truncation_and_byte_flip(batch: list[TaskMessage]
             decode_frame(candidate, BIG)
         except FrameError:
             pass
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [[4096] * 3, [70_000, 5000], [65_535, 65_536, 4096], [5000] * 16, [4096] * 20,
+     [9000] * 17 + [300], [1 << 20], [5000], [300] * 3, [100]],
+)
+def test_a_scattering_encoder_frames_the_same_bytes(sizes: list[int]) -> None:
+    batch = [TaskMessage(i, bytes([i % 251]) * size) for i, size in enumerate(sizes)]
+    packed = encode_batch(batch, 300_000, 2 << 20)
+    scattered = [(bytes(frame), count) for frame, count in
+                 BatchEncoder(300_000, 2 << 20, scatter=True).encode(batch)]
+    assert scattered == packed
+    assert [m for frame, _ in scattered for m in decode_frame(frame, 2 << 20)] == batch
+
+
+def test_frame_parts_leave_large_payloads_uncopied() -> None:
+    payloads = [bytes(5000), bytes(6000)]
+    (frame, count), = BatchEncoder(BIG, BIG, scatter=True).encode(
+        [TaskMessage(1, payloads[0]), TaskMessage(2, payloads[1])])
+    assert isinstance(frame, FrameParts) and count == 2
+    assert frame.buffers[2] is payloads[0] and frame.buffers[4] is payloads[1]
+    assert len(frame) == len(bytes(frame))
