@@ -451,8 +451,9 @@ class _Client(Connection):
         partial = self._partial
         assert partial is not None and self._sock is not None
         count = len(partial.messages)
-        return (len(msgs) >= count and all(a is b for a, b in zip(msgs, partial.messages))
-                and not _peer_closed(self._sock))
+        starts_with_them = len(msgs) >= count and all(
+            a is b for a, b in zip(msgs, partial.messages, strict=False))  # msgs may go on
+        return starts_with_them and not _peer_closed(self._sock)
 
     def _finish_partial(self, msgs: list[TaskMessage], deadline: float | None) -> int:
         """Write the rest of the half-written frame, whose messages start `msgs`;
