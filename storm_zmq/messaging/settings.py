@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,3 +39,18 @@ class LinkSettings:
         """Seconds to wait before reconnect attempt `attempt` (0-based): doubling
         from min_wait, capped at max_wait."""
         return min(self.max_wait, self.min_wait * (2 ** min(attempt, 30)))
+
+    def send_deadline(self) -> float | None:
+        """When (time.monotonic) a send() starting now must give up; None: never."""
+        return None if self.send_timeout is None else time.monotonic() + self.send_timeout
+
+    def shortened_timeout(self, deadline: float | None) -> float | None:
+        """What is left of a send's `deadline` once it is visibly less than the
+        per-frame timeout the socket holds (`send_timeout`), else None. Sockets bound
+        each frame's wait; without this, a send of n frames to a slowly draining peer
+        could block n timeouts long. May be <= 0: the send is out of time."""
+        if deadline is None:
+            return None
+        remaining = deadline - time.monotonic()
+        assert self.send_timeout is not None  # a deadline comes from a timeout
+        return remaining if remaining <= 0 or remaining < self.send_timeout - 0.001 else None

@@ -45,7 +45,14 @@ from storm_zmq.messaging.base import Context as _Context
 from storm_zmq.messaging.counters import RefusalLog, ServerCounters
 from storm_zmq.messaging.settings import LinkSettings
 from storm_zmq.messaging.stream import FrameReader, length_prefix
-from storm_zmq.messaging.wire import BatchEncoder, Frame, FrameError, FrameParts, decode_frame
+from storm_zmq.messaging.wire import (
+    BatchEncoder,
+    Frame,
+    FrameError,
+    FrameParts,
+    check_messages,
+    decode_frame,
+)
 
 log = logging.getLogger(__name__)
 
@@ -398,22 +405,15 @@ class _Client(Connection):
         if self._closed:
             raise TransportError(f"send on a closed connection to {self._peer}")
         msgs = messages if isinstance(messages, list) else list(messages)
-        timeout = self._link.send_timeout
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = self._link.send_deadline()
         done = 0  # leading messages of msgs that are on the wire
-        frames = None
         if self._partial is not None:
             if self._retries_partial(msgs):
-                # the rest is checked (encode raises on a bad message) before the
-                # frame is finished: a bad batch sends nothing
-                frames = self._encoder.encode(msgs[len(self._partial.messages) :])
+                check_messages(msgs)  # a batch refused for a bad message sends nothing
                 done = self._finish_partial(msgs, deadline)
             else:
                 self._disconnect()  # the peer discards the truncated frame
-        if not done:
-            if frames is not None:
-                frames.close()  # type: ignore[attr-defined]
-            frames = self._encoder.encode(msgs)
+        frames = self._encoder.encode(msgs[done:] if done else msgs)
         try:
             for frame, count in frames:
                 prefix = length_prefix(len(frame))
@@ -429,11 +429,7 @@ class _Client(Connection):
                             self._partial = _PartialFrame(
                                 tuple(msgs[done : done + count]), prefix + bytes(frame),
                                 exc.written)
-                        self._timeouts += 1
-                        raise SendTimeout(
-                            f"peer {self._peer} took no frame within {timeout} s",
-                            unsent=msgs[done:],
-                        ) from None
+                        raise self._timed_out(msgs[done:]) from None
                     except OSError:
                         # The peer went away; the frame was not completely written, so
                         # the peer dropped it as truncated: send it whole on a new
@@ -466,15 +462,18 @@ class _Client(Connection):
             self._write(self._sock, b"", rest, deadline)
         except _WriteTimeout as exc:
             partial.written += exc.written
-            self._timeouts += 1
-            raise SendTimeout(f"peer {self._peer} took no frame within {self._link.send_timeout} s",
-                              unsent=msgs) from None
+            raise self._timed_out(msgs) from None
         except OSError:
             self._disconnect()
             return 0
         self._partial = None
         self._sent(len(partial.messages), len(partial.data))
         return len(partial.messages)
+
+    def _timed_out(self, unsent: list[TaskMessage]) -> SendTimeout:
+        self._timeouts += 1
+        return SendTimeout(f"peer {self._peer} took no frame within {self._link.send_timeout} s",
+                           unsent=unsent)
 
     def _sent(self, messages: int, size: int) -> None:
         self._frames += 1
@@ -548,16 +547,14 @@ class _Client(Connection):
         total = len(prefix) + len(frame)
         bounded = False  # SO_SNDTIMEO lowered to the time left of `deadline`
         try:
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
+            # earlier frames, a reconnect or a finished partial frame used some of
+            # the send's time (a system call only then)
+            remaining = self._link.shortened_timeout(deadline)
+            if remaining is not None:
                 if remaining <= 0:
                     raise _WriteTimeout(0)
-                # Earlier frames, a reconnect or a finished partial frame used some
-                # of the time: a full SO_SNDTIMEO per frame would let one send() of
-                # n frames block n timeouts long. (A system call only then.)
-                if remaining < self._link.send_timeout - 0.001:  # type: ignore[operator]
-                    _set_send_timeout(sock, remaining)
-                    bounded = True
+                _set_send_timeout(sock, remaining)
+                bounded = True
             try:
                 if type(frame) is FrameParts:
                     written = sock.sendmsg([prefix, *frame.buffers])

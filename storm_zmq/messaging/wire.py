@@ -96,15 +96,15 @@ class BatchEncoder:
         try:
             task, payload = message
         except (TypeError, ValueError):
-            raise TypeError("every message must be a TaskMessage(task, message)") from None
+            raise _not_a_task_message() from None
         if type(payload) is not bytes:
-            raise TypeError(f"TaskMessage.message must be bytes, got {type(payload).__name__}")
+            raise _not_bytes(payload)
         if len(payload) + _FRAME_OVERHEAD + _PER_MESSAGE_OVERHEAD > self.max_frame_size:
             _plan_split((payload,), self.target_size, self.max_frame_size)  # raises
         try:
             task_id = _pack_int32(task)
         except struct.error:
-            raise TypeError(f"task id must be an int32 integer, got {task!r}") from None
+            raise _not_a_task_id(task) from None
         if self.scatter and len(payload) >= SCATTER_FROM:
             return _one_frame(FrameParts(task_id, (payload,)))
         return _one_frame(_VERSION_BYTE + self._single_packer.pack((task_id, (payload,))))
@@ -242,11 +242,24 @@ def _columns(msgs: Sequence[TaskMessage]) -> tuple[bytes, tuple[bytes, ...]]:
     try:  # one transposition is also the shape check: 25 ns/msg less than two
         tasks, payloads = zip(*msgs, strict=True)
     except (TypeError, ValueError):
-        raise TypeError("every message must be a TaskMessage(task, message)") from None
+        raise _not_a_task_message() from None
     if not _ONLY_BYTES.issuperset(map(type, payloads)):
         bad = next(p for p in payloads if type(p) is not bytes)
-        raise TypeError(f"TaskMessage.message must be bytes, got {type(bad).__name__}")
+        raise _not_bytes(bad)
     return _pack_tasks(tasks), payloads
+
+
+# The errors of an invalid message, the same from every path that checks one.
+def _not_a_task_message() -> TypeError:
+    return TypeError("every message must be a TaskMessage(task, message)")
+
+
+def _not_bytes(payload: object) -> TypeError:
+    return TypeError(f"TaskMessage.message must be bytes, got {type(payload).__name__}")
+
+
+def _not_a_task_id(task: object) -> TypeError:
+    return TypeError(f"task id must be an int32 integer, got {task!r}")
 
 
 def _pack_tasks(tasks: Sequence[int]) -> bytes:
@@ -256,7 +269,7 @@ def _pack_tasks(tasks: Sequence[int]) -> bytes:
         bad = next(
             (t for t in tasks if type(t) is not int or not _INT32_MIN <= t <= _INT32_MAX), None
         )
-        raise TypeError(f"task id must be an int32 integer, got {bad!r}") from None
+        raise _not_a_task_id(bad) from None
     if _BIG_ENDIAN_HOST:
         blob.byteswap()
     return blob.tobytes()

@@ -361,16 +361,15 @@ class _Client(_ZmqConnection):
         msgs = messages if isinstance(messages, list) else list(messages)
         frames = self._encoder.encode(msgs)
         send = self._sock.send
-        timeout = self._link.send_timeout
-        deadline = None if timeout is None else time.monotonic() + timeout
+        link = self._link
+        deadline = link.send_deadline()
         bounded = False  # SNDTIMEO lowered to the time left of `deadline`
         sent_messages = 0
         try:
             for frame, count in frames:
-                if sent_messages and deadline is not None:
-                    # SNDTIMEO bounds each frame; the send as a whole gets what is left
-                    remaining = deadline - time.monotonic()
-                    if remaining < timeout - 0.001:  # type: ignore[operator]
+                if sent_messages:
+                    remaining = link.shortened_timeout(deadline)
+                    if remaining is not None:
                         self._sock.setsockopt(zmq.SNDTIMEO, max(0, int(remaining * 1000)))
                         bounded = True
                 try:
@@ -388,7 +387,7 @@ class _Client(_ZmqConnection):
             frames.close()  # type: ignore[attr-defined]
             self._messages += sent_messages
             if bounded:
-                self._sock.setsockopt(zmq.SNDTIMEO, int(timeout * 1000))  # type: ignore[operator]
+                self._sock.setsockopt(zmq.SNDTIMEO, int(link.send_timeout * 1000))  # type: ignore[operator]
 
     def _read_monitor(self) -> None:
         for event in _monitor_events(self._monitor):
