@@ -112,7 +112,7 @@ SCHEMA: dict[str, Setting] = {
         "on both ends.", minimum=1),
     "storm.messaging.zmq.send.timeout.ms": Setting(
         -1, "int", "How long send() blocks while the peer applies backpressure before "
-        "raising SendTimeout; -1 blocks.", minimum=-1),
+        "raising SendTimeout; -1 blocks, 0 sends only what needs no wait.", minimum=-1),
     "storm.messaging.zmq.curve": Setting(
         False, "bool", "Encrypt and authenticate worker-to-worker traffic with CURVE; "
         "the key pair is made per topology at submit and reaches workers through "
@@ -133,7 +133,7 @@ SCHEMA: dict[str, Setting] = {
         "on both ends.", minimum=1),
     "storm.messaging.tcp.send.timeout.ms": Setting(
         -1, "int", "How long send() blocks while the peer applies backpressure before "
-        "raising SendTimeout; -1 blocks.", minimum=-1),
+        "raising SendTimeout; -1 blocks, 0 sends only what needs no wait.", minimum=-1),
     "storm.messaging.tcp.connect.timeout.ms": Setting(
         2000, "int", "Bound on one connection attempt before backing off and retrying.",
         minimum=1),
@@ -147,7 +147,7 @@ SCHEMA: dict[str, Setting] = {
         "senders block.", minimum=1),
     "storm.messaging.local.send.timeout.ms": Setting(
         -1, "int", "How long send() blocks on a full or unbound in-process port before "
-        "raising SendTimeout (-1 = block).", minimum=-1),
+        "raising SendTimeout (-1 = block, 0 = send only what needs no wait).", minimum=-1),
     "supervisor.slots.ports": Setting(
         [6700, 6701, 6702, 6703], "list[int]",
         "Worker slots of this node: one worker process per port, which it binds for "

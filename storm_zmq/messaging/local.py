@@ -119,20 +119,21 @@ class _Client(Connection):
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             wait = _RESOLVE_INTERVAL
-            if deadline is not None:
-                wait = min(wait, deadline - time.monotonic())
-                if wait <= 0:
+            if deadline is not None:  # 0 left still tries once: timeout 0 means "do not wait"
+                wait = max(0.0, min(wait, deadline - time.monotonic()))
+            server = self._context._server(self._key)
+            try:
+                if server is None or server.closed:  # not bound (yet, or again)
+                    raise queue.Full
+                server.queue.put(batch, timeout=wait)
+            except queue.Full:
+                if deadline is not None and time.monotonic() >= deadline:
                     self._timeouts += 1
                     raise SendTimeout(
                         f"port {self._key[1]} took no batch within {timeout} s", unsent=batch
-                    )
-            server = self._context._server(self._key)
-            if server is None or server.closed:
-                time.sleep(wait)  # not bound (yet, or again): wait like a reconnect
-                continue
-            try:
-                server.queue.put(batch, timeout=wait)
-            except queue.Full:
+                    ) from None
+                if server is None or server.closed:
+                    time.sleep(wait)  # wait like a reconnect
                 continue
             self._frames += 1
             self._messages += len(batch)

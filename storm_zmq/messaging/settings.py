@@ -53,4 +53,5 @@ class LinkSettings:
             return None
         remaining = deadline - time.monotonic()
         assert self.send_timeout is not None  # a deadline comes from a timeout
-        return remaining if remaining <= 0 or remaining < self.send_timeout - 0.001 else None
+        # (with send_timeout 0 a first frame is still tried: 0 means "do not wait")
+        return remaining if remaining < self.send_timeout - 0.001 else None

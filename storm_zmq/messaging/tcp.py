@@ -491,9 +491,10 @@ class _Client(Connection):
         while True:
             now = time.monotonic()
             wait = self._next_attempt_at - now
-            if deadline is not None and now + max(wait, 0.0) >= deadline:
-                if wait > 0:
-                    time.sleep(max(0.0, deadline - now))
+            # a wait for the next attempt that outlasts the send is not made (an
+            # attempt that needs no wait is, even late: send.timeout.ms 0 must send)
+            if deadline is not None and wait > 0 and now + wait >= deadline:
+                time.sleep(max(0.0, deadline - now))
                 raise _WriteTimeout(0)
             if wait > 0:
                 time.sleep(wait)

@@ -290,6 +290,24 @@ def test_a_retry_with_a_bad_message_sends_nothing_and_a_good_retry_everything_on
     assert seqs == list(range(produced))
 
 
+def test_a_zero_send_timeout_sends_what_the_peer_has_room_for(make_context: Any) -> None:
+    """send.timeout.ms 0: never wait, but do send when nothing needs waiting for."""
+    context = make_context({"send.timeout.ms": 0, "min_wait_ms": 10, "max_wait_ms": 50})
+    port = free_port()
+    server = context.bind(STORM_ID, port)
+    client = context.connect(STORM_ID, "127.0.0.1", port)
+    deadline = time.monotonic() + 10
+    while True:  # until connected: a send to a peer not connected yet times out at once
+        assert time.monotonic() < deadline, "a send with timeout 0 never went through"
+        try:
+            client.send(numbered(0, 0, 3))
+            break
+        except SendTimeout:
+            server.recv(timeout=0.01)
+    seqs = [SEQ.unpack_from(m.message)[1] for m in receive_until(server, 3)]
+    assert seqs == [0, 1, 2]
+
+
 # --- close and term ----------------------------------------------------------------
 
 
