@@ -1,0 +1,240 @@
+#!/usr/bin/env python
+"""Executor hot-path benchmark: what the runtime costs per word, without threads.
+
+The word count's split and count bolts (``src/bolts/wordcount.py``, the same classes
+`scripts/bench_topology.py` runs) are driven through the real executor code of one
+worker in one thread: `BoltExecutor._run_batch` runs each input batch through
+`process`, the real collectors emit, choose a task by the fields grouping and buffer
+the Tuples, `Executor.flush` hands the batches to the real `BatchQueue`s and the
+next executor takes them with `get_all`. What this leaves out is only the threads:
+no wake-ups, no GIL hand-offs, no transport (one worker, so every tuple is local).
+
+The baseline, measured in the same run, is the same work with nothing of the runtime
+around it: the same bolts' per-word work (split and strip, a `Counter` update, the
+count's `[word, count]` list) written as plain Python with one method call for
+`process`, one for `emit`, a CRC-32 to pick the count task and a tuple subclass per
+word: roughly what any Storm-style API has to do per word in Python. The ratio
+(runtime words/s over baseline words/s) is the share of the per-word time that is
+the bolts' own work; the rest is the runtime's.
+
+With ``--acking on`` the sentences carry tuple ids as the spout would make them, the
+split bolt anchors, both bolts' acks are folded per batch and flushed to the acker's
+queue, which is drained and counted (the acker's own work is not included).
+
+Run from the repository root: ``python scripts/bench_executor.py [--words N]
+[--repeats K] [--json FILE]``. Each configuration runs ``--repeats`` times, the
+runtime and the baseline taking turns, and the best of each is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import platform
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from zlib import crc32
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "src"))
+
+from spouts.sentences import TEXT  # noqa: E402  (the word count's own sentences)
+from storm_zmq.component import Tuple  # noqa: E402
+from storm_zmq.config import DEFAULTS  # noqa: E402
+from storm_zmq.runtime.assignment import WorkerSlot, acker_executors, assign  # noqa: E402
+from storm_zmq.runtime.executor import BoltExecutor, Executor  # noqa: E402
+from storm_zmq.runtime.serialization import TupleId  # noqa: E402
+from storm_zmq.runtime.tuning import tune_gc  # noqa: E402
+from storm_zmq.runtime.worker import WorkerState  # noqa: E402
+from storm_zmq.topology import load_topology  # noqa: E402
+
+TOPOLOGY = REPO / "topologies" / "wordcount.py"
+SENTENCES = [line.strip() for line in TEXT.splitlines()]
+#: Sentences per input batch of the split bolt (topology.producer.batch.size-like).
+SENTENCES_PER_BATCH = 50
+DEFAULT_WORDS = 600_000
+DEFAULT_REPEATS = 5
+
+
+class Runtime:
+    """The word count's bolts in the real executors of one worker, run by hand."""
+
+    def __init__(self, acking: bool) -> None:
+        definition = load_topology(TOPOLOGY).definition()
+        conf = {**DEFAULTS, "topology.acker.executors": None if acking else 0,
+                "topology.stats.sample.rate": 0}
+        parallelism = {name: (c.par, c.num_tasks) for name, c in definition.components.items()}
+        assignment = assign("bench-1", parallelism, [WorkerSlot("127.0.0.1", 6700)],
+                            acker_executors(conf, 1))
+        self.state = WorkerState(conf, definition, assignment, 0)
+        self.executors: dict[int, Executor] = {}
+        for executor in assignment.executors:
+            if executor.component in ("split_bolt", "count_bolt"):
+                runner = BoltExecutor(self.state, executor)
+                runner.build_components()
+                self.executors[executor.index] = runner
+        self.splits = [e for e in self.executors.values() if e.component == "split_bolt"]
+        self.counts = [e for e in self.executors.values() if e.component == "count_bolt"]
+        self.spout_task = assignment.component_tasks["sentence_spout"][0]
+        self.acking = acking
+        self.rng = random.Random(1)
+
+    def sentence_batches(self, words: int) -> tuple[list[tuple[Any, list[Any]]], int]:
+        """(split executor, batch of (task, Tuple)) until `words` words, prepared
+        before timing, dealt round-robin over the split executors as shuffle would;
+        and the number of words in them."""
+        values_cls = self.state.values_class("sentence_spout", "default")
+        batches: list[tuple[Any, list[Any]]] = []
+        cycle = itertools.cycle(SENTENCES)
+        total = 0
+        while total < words:
+            for executor in self.splits:
+                task = executor.assignment.tasks[0]
+                batch = []
+                for sentence in itertools.islice(cycle, SENTENCES_PER_BATCH):
+                    tuple_id = TupleId({self.rng.getrandbits(63): self.rng.getrandbits(63)}) if self.acking else None
+                    batch.append((task, Tuple(tuple_id, "sentence_spout", "default", self.spout_task,
+                                              values_cls(sentence))))
+                    total += len(sentence.split())
+                batches.append((executor, batch))
+        return batches, total
+
+    def run(self, batches: list[tuple[Any, list[Any]]]) -> int:
+        """Every batch through split, flush, count, flush; returns words counted."""
+        queues = self.state.queues
+        counts = self.counts
+        others = [index for index, queue in queues.items() if index not in self.executors]
+        before = sum(e.executed for e in counts)
+        for split, batch in batches:
+            split._run_batch(batch)
+            split.flush()
+            for count in counts:
+                for words in queues[count.index].get_all(timeout=0):
+                    count._run_batch(words)
+                count.flush()
+            for index in others:  # the acker's input: taken and dropped
+                queues[index].get_all(timeout=0)
+        return sum(e.executed for e in counts) - before
+
+
+def baseline(sentences: list[str]) -> int:
+    """The same per-word work with only the calls any Storm-style API needs."""
+
+    class Tup(tuple):
+        __slots__ = ()
+
+    class Split:
+        def __init__(self) -> None:
+            self.out: list[list[Any]] = [[], []]
+
+        def process(self, sentence: str) -> None:
+            for word in sentence.split():
+                self.emit([word.strip(",.").lower()])
+
+        def emit(self, values: list[Any]) -> None:
+            self.out[crc32(values[0].encode()) % 2].append(
+                Tup((None, "split_bolt", "default", 1, tuple(values))))
+
+    class Count:
+        def __init__(self) -> None:
+            self.counts: Counter[str] = Counter()
+
+        def process(self, tup: Tup) -> None:
+            word = tup[4][0]
+            self.counts[word] += 1
+            self.emit([word, self.counts[word]])
+
+        def emit(self, values: list[Any]) -> None:
+            pass
+
+    split = Split()
+    counts = [Count(), Count()]
+    done = 0
+    for start in range(0, len(sentences), SENTENCES_PER_BATCH):
+        for sentence in sentences[start:start + SENTENCES_PER_BATCH]:
+            split.process(sentence)
+        for index, count in enumerate(counts):
+            batch, split.out[index] = split.out[index], []
+            process = count.process
+            for tup in batch:
+                process(tup)
+            done += len(batch)
+    return done
+
+
+def timed(fn: Any, *args: Any) -> tuple[int, float]:
+    tune_gc()  # as a worker runs: no automatic collections (runtime/tuning.py)
+    started = time.perf_counter()
+    words = fn(*args)
+    return words, time.perf_counter() - started
+
+
+def measure(acking: bool, words: int, repeats: int) -> dict[str, Any]:
+    runtime_rates, baseline_rates = [], []
+    sentences = list(itertools.islice(itertools.cycle(SENTENCES), words // 17 + 1))
+    for _ in range(repeats):
+        runtime = Runtime(acking)
+        batches, expected = runtime.sentence_batches(words)
+        counted, seconds = timed(runtime.run, batches)
+        if counted != expected:
+            raise SystemExit(f"the runtime counted {counted:,} of {expected:,} words")
+        runtime_rates.append(counted / seconds)
+        counted, seconds = timed(baseline, sentences)
+        baseline_rates.append(counted / seconds)
+    best, floor = max(runtime_rates), max(baseline_rates)
+    return {
+        "acking": acking,
+        "runtime_words_per_s": best,
+        "baseline_words_per_s": floor,
+        "ratio": best / floor,
+        "runtime_us_per_word": 1e6 / best,
+        "baseline_us_per_word": 1e6 / floor,
+        "runtime_all": runtime_rates,
+        "baseline_all": baseline_rates,
+    }
+
+
+def table(rows: Sequence[dict[str, Any]]) -> str:
+    lines = ["| acking | runtime words/s | baseline words/s | ratio | runtime µs/word | baseline µs/word |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for row in rows:
+        lines.append(
+            f"| {'on' if row['acking'] else 'off'} | {row['runtime_words_per_s']:,.0f} | "
+            f"{row['baseline_words_per_s']:,.0f} | {row['ratio']:.2f} | "
+            f"{row['runtime_us_per_word']:.2f} | {row['baseline_us_per_word']:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--words", type=int, default=DEFAULT_WORDS, help="words per run")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="runs per configuration")
+    parser.add_argument("--acking", default="off,on", help="comma-separated subset of off,on")
+    parser.add_argument("--json", metavar="FILE", help="also write every number to FILE")
+    args = parser.parse_args(argv)
+    modes = [m.strip() for m in args.acking.split(",") if m.strip()]
+    if not modes or any(m not in ("off", "on") for m in modes):
+        parser.error(f"--acking: expected a subset of off,on, got {args.acking!r}")
+    if args.words < 1000 or args.repeats < 1:
+        parser.error("--words must be >= 1000 and --repeats >= 1")
+    rows = [measure(mode == "on", args.words, args.repeats) for mode in modes]
+    print(table(rows))
+    print("ratio: runtime words/s over the plain-Python baseline's, best of "
+          f"{args.repeats} alternating runs of {args.words:,} words each")
+    if args.json:
+        report = {"python": platform.python_version(), "words": args.words,
+                  "repeats": args.repeats, "rows": rows}
+        with open(args.json, "w") as out:
+            json.dump(report, out, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
