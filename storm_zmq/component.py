@@ -41,16 +41,22 @@ TICK_STREAM = "__tick"
 
 
 class Collector(Protocol):
-    """What a component's emits, acks and fails go to (implemented by the runtime)."""
+    """What a component's emits, acks and fails go to (implemented by the runtime).
+
+    `emit` takes `Bolt.emit`'s parameters in `Bolt.emit`'s order, with the spout's
+    `tup_id` last, and `ack` takes `Bolt.ack`'s: so a runtime may give a bolt its
+    collector's methods as its own and save a Python call per tuple
+    (`storm_zmq.runtime.executor.TaskCollector.bind`); one that does resolves the
+    bolt's auto-anchors itself when `anchors` is None, as `Bolt.emit` would."""
 
     def emit(
         self,
         values: Sequence[Any],
-        stream: str | None,
-        anchors: Sequence[Tuple] | None,
-        tup_id: Any,
-        direct_task: int | None,
-        need_task_ids: bool,
+        stream: str | None = None,
+        anchors: Sequence[Tuple] | None = None,
+        direct_task: int | None = None,
+        need_task_ids: bool = False,
+        tup_id: Any = None,
     ) -> list[int] | None: ...
 
     def ack(self, tup: Tuple) -> None: ...
@@ -142,7 +148,7 @@ class Spout(Component):
     ) -> list[int] | None:
         """Emit a tuple; with a `tup_id` it is tracked and `ack`/`fail` follow."""
         assert self._collector is not None, "component is not running"
-        return self._collector.emit(tup, stream, None, tup_id, direct_task, need_task_ids)
+        return self._collector.emit(tup, stream, None, direct_task, need_task_ids, tup_id)
 
     def report_exhausted(self) -> None:
         """Say that this spout will emit nothing more. `storm-zmq run` stops by
@@ -239,7 +245,7 @@ class Bolt(Component):
         assert self._collector is not None, "component is not running"
         if anchors is None and self.auto_anchor:
             anchors = self._current_tups
-        return self._collector.emit(tup, stream, anchors, None, direct_task, need_task_ids)
+        return self._collector.emit(tup, stream, anchors, direct_task, need_task_ids)
 
     def ack(self, tup: Tuple) -> None:
         assert self._collector is not None, "component is not running"

@@ -43,7 +43,7 @@ class _RecordingCollector:
     def __init__(self, harness: _Harness) -> None:
         self._harness = harness
 
-    def emit(self, values, stream, anchors, tup_id, direct_task, need_task_ids):  # type: ignore[no-untyped-def]
+    def emit(self, values, stream=None, anchors=None, direct_task=None, need_task_ids=False, tup_id=None):  # type: ignore[no-untyped-def]
         h = self._harness
         stream = stream or "default"
         declared = h.output_fields

@@ -74,9 +74,9 @@ def test_refused_emits_are_not_recorded() -> None:
     h = BoltHarness(EchoBolt)
     collector = h.component._collector
     with pytest.raises(ValueError, match="'nope'"):
-        collector.emit(["x"], "nope", None, None, None, False)
+        collector.emit(["x"], "nope")
     with pytest.raises(ValueError, match="'pairs'"):
-        collector.emit(["x"], "pairs", None, None, None, False)
+        collector.emit(["x"], "pairs")
     assert h.emits == []
 
 
@@ -126,7 +126,7 @@ def test_tick_delivers_a_system_tick_tuple() -> None:
 def test_need_task_ids_returns_the_target_task() -> None:
     h = BoltHarness(EchoBolt)
     h.target_task = 42
-    assert h.component._collector.emit(["x"], None, None, None, None, True) == [42]
+    assert h.component.emit(["x"], need_task_ids=True) == [42]
 
 
 def test_conf_overrides_defaults_and_name_and_task_are_passed() -> None:

@@ -41,9 +41,9 @@ from storm_zmq.runtime.acking import (
     ACKER_INIT_STREAM_ID,
     AckerState,
     SpoutPending,
-    ack_messages,
     acker_index,
     anchor_roots,
+    fold_ack,
     spout_emit_ids,
 )
 from storm_zmq.runtime.assignment import ExecutorAssignment
@@ -110,20 +110,34 @@ class TaskCollector:
         self._executor = executor
         self._task = task
         self._routes = routes
+        self._default_route = routes.get("default")
         self._component = executor.component
         self._is_spout = executor.is_spout
+        self._bolt: Bolt | None = None  # whose auto-anchors emit resolves
+
+    def bind(self, component: Any) -> None:
+        """Give a bolt this collector's `emit` and `ack` as its own (instance
+        attributes shadow the class's methods) unless its class overrides them:
+        `Bolt.emit` and `Bolt.ack` only pass their arguments on, and skipping them
+        saves a Python call for every emit and every ack."""
+        if not isinstance(component, Bolt):
+            return
+        self._bolt = component
+        if type(component).emit is Bolt.emit:
+            component.emit = self.emit
+        if type(component).ack is Bolt.ack:
+            component.ack = self.ack
 
     def emit(
         self,
         values: Sequence[Any],
-        stream: str | None,
-        anchors: Sequence[Tuple] | None,
-        tup_id: Any,
-        direct_task: int | None,
-        need_task_ids: bool,
+        stream: str | None = None,
+        anchors: Sequence[Tuple] | None = None,
+        direct_task: int | None = None,
+        need_task_ids: bool = False,
+        tup_id: Any = None,
     ) -> list[int] | None:
-        executor = self._executor
-        route = self._routes.get(stream or "default")
+        route = self._default_route if stream is None else self._routes.get(stream)
         if route is None:
             raise ValueError(
                 f"component {self._component!r} emitted on stream {stream!r}, which it does "
@@ -134,29 +148,64 @@ class TaskCollector:
                 f"component {self._component!r} emitted {len(values)} values on stream "
                 f"{route.stream!r}, which has {route.arity} fields"
             )
-        if direct_task is not None:
-            if not route.direct:
-                raise ValueError(
-                    f"component {self._component!r}: direct_task given for stream "
-                    f"{route.stream!r}, which is not declared direct"
-                )
-            if direct_task not in route.direct_targets:
-                raise ValueError(
-                    f"component {self._component!r}: direct_task {direct_task} is not a task "
-                    f"subscribed to stream {route.stream!r} "
-                    f"(subscribed: {sorted(route.direct_targets)})"
-                )
-            targets: Sequence[int] = (direct_task,)
-        elif route.direct:
+        if direct_task is not None or route.direct:
+            targets: Sequence[int] = self._direct_targets(route, direct_task)
+        else:
+            choosers = route.choosers
+            if len(choosers) == 1:
+                targets = choosers[0].choose(values)
+            elif choosers:
+                targets = [task for chooser in choosers for task in chooser.choose(values)]
+            else:  # nobody subscribes to this stream
+                targets = ()
+        executor = self._executor
+        executor.emitted += 1
+        if executor.checks_emits:
+            self._check_emit(route, values, targets)
+        if self._is_spout:
+            if tup_id is not None:
+                executor._spout_emit_tracked(self._task, route, values, tup_id, targets)
+            elif targets:
+                executor._deliver_untracked(self._task, route, values, targets)
+        elif tup_id is not None:  # a bolt's emit is Bolt.emit's, which has no tup_id
+            raise TypeError(f"component {self._component!r}: a bolt's emit() takes no tup_id")
+        elif not targets:
+            pass
+        elif executor.acking:
+            if anchors is None:
+                bolt = self._bolt
+                if bolt is not None and bolt.auto_anchor:
+                    anchors = bolt._current_tups
+            if anchors:
+                executor._deliver_anchored(self._task, route, values, anchors, targets)
+            else:
+                executor._deliver_untracked(self._task, route, values, targets)
+        else:
+            executor._deliver_untracked(self._task, route, values, targets)
+        return list(targets) if need_task_ids else None
+
+    def _direct_targets(self, route: _StreamRoute, direct_task: int | None) -> Sequence[int]:
+        if direct_task is None:
             raise ValueError(
                 f"component {self._component!r}: stream {route.stream!r} is direct; "
                 "emit needs direct_task"
             )
-        elif len(route.choosers) == 1:
-            targets = route.choosers[0].choose(values)
-        else:
-            targets = [task for chooser in route.choosers for task in chooser.choose(values)]
-        executor.emitted += 1
+        if not route.direct:
+            raise ValueError(
+                f"component {self._component!r}: direct_task given for stream "
+                f"{route.stream!r}, which is not declared direct"
+            )
+        if direct_task not in route.direct_targets:
+            raise ValueError(
+                f"component {self._component!r}: direct_task {direct_task} is not a task "
+                f"subscribed to stream {route.stream!r} "
+                f"(subscribed: {sorted(route.direct_targets)})"
+            )
+        return (direct_task,)
+
+    def _check_emit(self, route: _StreamRoute, values: Sequence[Any], targets: Sequence[int]) -> None:
+        """topology.testing.always.try.serialize and topology.debug, off the hot path."""
+        executor = self._executor
         if executor.try_serialize:  # what a remote target would need, checked for all
             encode_tuple(self._task, route.stream, None, values, self._component)
         if executor.debug:
@@ -164,18 +213,6 @@ class TaskCollector:
                 "emit component=%s task=%d stream=%s values=%r -> tasks %s",
                 self._component, self._task, route.stream, values, list(targets),
             )
-        if self._is_spout:
-            if tup_id is not None:
-                executor._spout_emit_tracked(self._task, route, values, tup_id, targets)
-            elif targets:
-                executor._deliver_untracked(self._task, route, values, targets)
-        elif not targets:  # nobody subscribes to this stream
-            pass
-        elif anchors and executor.acking:
-            executor._deliver_anchored(self._task, route, values, anchors, targets)
-        else:
-            executor._deliver_untracked(self._task, route, values, targets)
-        return list(targets) if need_task_ids else None
 
     def ack(self, tup: Tuple) -> None:
         executor = self._executor
@@ -188,11 +225,8 @@ class TaskCollector:
                 executor.process_samples += 1
         tuple_id = tup.id
         if type(tuple_id) is TupleId and executor.acking:
-            # XOR is associative: acks for one root within a batch fold into one
-            # ACKER_ACK message, sent at flush (the acker's result is the same).
-            folded = executor._acks_out
-            for root, xor in ack_messages(tuple_id.roots, tuple_id.ack_val):
-                folded[root] = folded.get(root, 0) ^ xor
+            # one ACKER_ACK per root and batch, sent at flush
+            fold_ack(executor._acks_out, tuple_id.roots, tuple_id.ack_val)
 
     def fail(self, tup: Tuple) -> None:
         self._executor.failed += 1
@@ -227,6 +261,7 @@ class Executor(threading.Thread):
         self._task_location = worker.task_location
         self.debug = bool(worker.conf.get("topology.debug"))
         self.try_serialize = bool(worker.conf.get("topology.testing.always.try.serialize"))
+        self.checks_emits = self.debug or self.try_serialize
         self.acking = bool(worker.assignment.ackers)
         self._ackers = worker.assignment.ackers
         self._rng = random.Random()  # seeded from os.urandom in this process: never shared
@@ -268,7 +303,9 @@ class Executor(threading.Thread):
             component.initialize(self.worker.component_conf(self.component), self.worker.context_for(task))
 
     def _instantiate(self, spec: Any, collector: TaskCollector, task: int) -> Any:
-        return spec.component_cls(collector=collector, name=self.component, task=task)
+        component = spec.component_cls(collector=collector, name=self.component, task=task)
+        collector.bind(component)
+        return component
 
     # -- thread ---------------------------------------------------------------------
 
@@ -349,7 +386,7 @@ class Executor(threading.Thread):
         roots: dict[int, int] | None,
     ) -> None:
         self.transferred += 1
-        where = self.worker.task_location[target]
+        where = self._task_location[target]
         if where >= 0:
             tuple_id = TupleId(roots) if roots else None
             self._local(
@@ -367,7 +404,11 @@ class Executor(threading.Thread):
         self, source: int, route: _StreamRoute, values: Sequence[Any],
         anchors: Sequence[Tuple], targets: Sequence[int],
     ) -> None:
-        anchor_ids = [a.id for a in anchors if type(a.id) is TupleId]
+        if len(anchors) == 1:  # auto-anchoring: the input tuple
+            anchor_id = anchors[0].id
+            anchor_ids = [anchor_id] if type(anchor_id) is TupleId else []
+        else:
+            anchor_ids = [a.id for a in anchors if type(a.id) is TupleId]
         if not anchor_ids:
             self._deliver_untracked(source, route, values, targets)
             return
@@ -513,17 +554,21 @@ class BoltExecutor(Executor):
     def _run_batch(self, items: Any) -> None:
         """The per-tuple hot path: `items` of (task, tuple or payload) through process()."""
         components = self.components
-        decode = self._decode
-        for task, item in items:
-            tup = decode(task, item)
-            if tup is None:
-                continue
-            try:
+        executed = 0
+        task = self.assignment.tasks[0]
+        try:
+            for task, tup in items:
+                if type(tup) is bytes:  # from another worker: decoded here
+                    tup = self._decode(task, tup)
+                    if tup is None:
+                        continue
                 components[task]._run_process(tup)
-            except BaseException as exc:
-                exc._storm_task = task  # type: ignore[attr-defined]
-                raise
-            self.executed += 1
+                executed += 1
+        except BaseException as exc:
+            exc._storm_task = task  # type: ignore[attr-defined]
+            raise
+        finally:
+            self.executed += executed
 
     def _run_one(self, task: int, item: Any, sampled_at: float) -> None:
         tup = self._decode(task, item)

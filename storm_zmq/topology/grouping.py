@@ -194,24 +194,44 @@ class _ConstantChooser:
         return self._targets
 
 
-class _SingleFieldChooser:
-    """Fields grouping on one field, with the str fast path inlined (word count)."""
+#: A fields chooser remembers the choice for at most this many short str keys...
+MEMO_ENTRIES = 16_384
+#: ...of at most this many characters each, so a memo holds at most ~1 MiB of keys.
+MEMO_KEY_CHARS = 32
 
-    __slots__ = ("_index", "_choices", "_n", "_pack")
+
+class _SingleFieldChooser:
+    """Fields grouping on one field, with the str fast path inlined (word count).
+
+    Short str keys that repeat (words, user ids, country codes) are looked up in a
+    bounded memo before they are hashed: a dict lookup costs less than encoding the
+    key and running CRC-32 over it, and the choice is the same by construction.
+    Once the memo is full, new keys are hashed every time."""
+
+    __slots__ = ("_index", "_choices", "_n", "_pack", "_memo")
 
     def __init__(self, index: int, tasks: Sequence[int]) -> None:
         self._index = index
         self._choices = tuple((task,) for task in tasks)
         self._n = len(tasks)
         self._pack = _new_packer()
+        self._memo: dict[str, tuple[int]] = {}
 
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
         value = values[self._index]
         if type(value) is str:
+            memo = self._memo
+            choice = memo.get(value)
+            if choice is not None:
+                return choice
             try:
-                return self._choices[crc32(value.encode()) % self._n]
+                choice = self._choices[crc32(value.encode()) % self._n]
             except UnicodeEncodeError:  # lone surrogates: fall through to the slow path
                 pass
+            else:
+                if len(value) <= MEMO_KEY_CHARS and len(memo) < MEMO_ENTRIES:
+                    memo[value] = choice
+                return choice
         return self._choices[_value_hash(value, self._pack) % self._n]
 
 

@@ -26,6 +26,7 @@ from storm_zmq.runtime.acking import (
     acker_index,
     anchor_roots,
     fail_messages,
+    fold_ack,
     new_edge_id,
     new_root_id,
     spout_emit_ids,
@@ -195,6 +196,19 @@ def test_ack_and_fail_messages() -> None:
     assert ack_messages({}, 5) == []
     assert fail_messages({1: 3, 2: 4}) == [1, 2]
     assert fail_messages({}) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.dictionaries(st.integers(1, 6), st.integers(0, 2**63), max_size=3),
+                          st.integers(0, 2**63)), max_size=8))
+def test_fold_ack_is_the_xor_of_the_ack_messages(acks: list[tuple[dict[int, int], int]]) -> None:
+    folded: dict[int, int] = {}
+    expected: dict[int, int] = {}
+    for roots, ack_val in acks:
+        fold_ack(folded, roots, ack_val)
+        for root_id, value in ack_messages(roots, ack_val):
+            expected[root_id] = expected.get(root_id, 0) ^ value
+    assert folded == expected  # one message per root, the acker ends the same
 
 
 # ------------------------------------------------------------------ AckerState

@@ -139,7 +139,7 @@ class _Collector:
         self.emits: list[tuple[Any, Any]] = []
         self.exhausted = False
 
-    def emit(self, values, stream, anchors, tup_id, direct_task, need_task_ids):  # noqa: ANN001
+    def emit(self, values, stream=None, anchors=None, direct_task=None, need_task_ids=False, tup_id=None):  # noqa: ANN001
         self.emits.append((tuple(values), tup_id))
 
     def report_exhausted(self) -> None:

@@ -252,3 +252,16 @@ def test_fields_single_str_is_fast() -> None:
                 c.choose(v)
         best = min(best, (time.perf_counter() - start) / 10_000)
     assert best < 2e-6, f"{best * 1e9:.0f} ns per tuple"  # ~0.15 µs here; loose for CI
+
+
+def test_fields_memo_gives_the_hashed_choice_and_stays_bounded(monkeypatch) -> None:
+    from storm_zmq.topology import grouping
+
+    monkeypatch.setattr(grouping, "MEMO_ENTRIES", 50)
+    c = chooser(Grouping.fields("word"), [40, 10, 30, 20])
+    long_word = "x" * (grouping.MEMO_KEY_CHARS + 1)
+    for _ in range(2):  # first pass fills the memo, second reads it
+        for word in [*WORDS, long_word, "\udcff"]:
+            assert c.choose((word, 0)) == (fields_hash([word]) % 4 * 10 + 10,)
+    assert len(c._memo) == 50  # full: later keys were hashed, not remembered
+    assert long_word not in c._memo and "\udcff" not in c._memo

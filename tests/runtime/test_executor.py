@@ -1,0 +1,119 @@
+"""Executors driven by hand, in one thread: the per-tuple path (emit, grouping,
+anchoring, acking) through the real collectors and queues of one worker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storm_zmq import Bolt
+from storm_zmq.component import Tuple
+from storm_zmq.config import DEFAULTS
+from storm_zmq.runtime.acking import ACKER_ACK_STREAM_ID
+from storm_zmq.runtime.assignment import ACKER, WorkerSlot, acker_executors, assign
+from storm_zmq.runtime.executor import BoltExecutor, TaskCollector
+from storm_zmq.runtime.serialization import TupleId
+from storm_zmq.runtime.worker import WorkerState
+from storm_zmq.topology import load_topology
+
+WORDCOUNT = Path(__file__).resolve().parents[2] / "topologies" / "wordcount.py"
+
+
+def one_worker(acking: bool) -> tuple[WorkerState, dict[str, BoltExecutor]]:
+    """The word count assigned to one worker; its split and count bolts' executors,
+    with their components built (one executor each)."""
+    definition = load_topology(WORDCOUNT).definition()
+    conf = {**DEFAULTS, "topology.acker.executors": None if acking else 0}
+    parallelism = {name: (1, 1) for name in definition.components}
+    assignment = assign("test-1", parallelism, [WorkerSlot("127.0.0.1", 6700)], acker_executors(conf, 1))
+    state = WorkerState(conf, definition, assignment, 0)
+    executors = {}
+    for ex in assignment.executors:
+        if ex.component in ("split_bolt", "count_bolt"):
+            executors[ex.component] = BoltExecutor(state, ex)
+            executors[ex.component].build_components()
+    return state, executors
+
+
+def sentence(state: WorkerState, text: str, tuple_id: Any = None) -> Tuple:
+    spout_task = state.assignment.component_tasks["sentence_spout"][0]
+    values = state.values_class("sentence_spout", "default")(text)
+    return Tuple(tuple_id, "sentence_spout", "default", spout_task, values)
+
+
+def taken(state: WorkerState, executor: int) -> list[tuple[int, Any]]:
+    """Everything queued for executor index `executor`, as (task, tuple) pairs."""
+    return [item for batch in state.queues[executor].get_all(timeout=0) for item in batch]
+
+
+def test_a_bolt_gets_its_collectors_emit_and_ack_unless_it_overrides_them() -> None:
+    _, executors = one_worker(acking=False)
+    split = executors["split_bolt"]
+    (task, component), = split.components.items()
+    assert component.emit.__self__ is component._collector  # bound straight to the collector
+    assert component.ack.__self__ is component._collector
+
+    calls = []
+
+    class Overriding(Bolt):
+        outputs = ["word"]
+
+        def emit(self, tup, *args: Any, **kwargs: Any) -> Any:  # type: ignore[no-untyped-def]
+            calls.append(list(tup))
+            return super().emit(tup, *args, **kwargs)
+
+        def process(self, tup: Tuple) -> None:
+            self.emit([tup.values[0]])
+
+    collector = TaskCollector(split, task, {})
+    bolt = Overriding(collector=collector, name="split_bolt", task=task)
+    collector.bind(bolt)
+    assert bolt.emit.__func__ is Overriding.emit  # an override is kept and called
+    assert bolt.ack.__self__ is collector  # ack is not overridden: bound
+
+
+def test_words_reach_the_count_task_of_their_field_and_are_acked() -> None:
+    state, executors = one_worker(acking=False)
+    split, count = executors["split_bolt"], executors["count_bolt"]
+    split._run_batch([(split.assignment.tasks[0], sentence(state, "the cow jumped over the moon"))])
+    split.flush()
+    words = taken(state, count.index)
+    assert [(task, tup.values.word) for task, tup in words] == [
+        (count.assignment.tasks[0], w) for w in ["the", "cow", "jumped", "over", "the", "moon"]]
+    assert all(tup.id is None and tup.component == "split_bolt" for _, tup in words)
+    count._run_batch(words)
+    (counter,) = [c.counts for c in count.components.values()]
+    assert counter["the"] == 2
+    assert (split.emitted, split.executed, split.acked) == (6, 1, 1)
+    assert (count.emitted, count.executed, count.acked, count.transferred) == (6, 6, 6, 0)
+
+
+def test_with_acking_the_bound_emit_anchors_to_the_input_and_acks_fold_per_root() -> None:
+    state, executors = one_worker(acking=True)
+    split, count = executors["split_bolt"], executors["count_bolt"]
+    root, edge = 0x1234, 0x5678
+    source = TupleId({root: edge})
+    split._run_batch([(split.assignment.tasks[0], sentence(state, "a b c", source))])
+    split.flush()
+    words = taken(state, count.index)
+    assert len(words) == 3
+    word_edges = [tup.id.roots[root] for _, tup in words]
+    assert all(type(tup.id) is TupleId and set(tup.id.roots) == {root} for _, tup in words)
+    # the split's ack of its input carries the three new edges: edge ^ e1 ^ e2 ^ e3
+    acker = next(e.index for e in state.local_executors if e.component == ACKER)
+    assert [(t.stream, t.values) for _, t in taken(state, acker)] == [
+        (ACKER_ACK_STREAM_ID, (root, edge ^ word_edges[0] ^ word_edges[1] ^ word_edges[2]))]
+    count._run_batch(words)
+    count.flush()
+    # the count bolt's three acks fold into one message for the root
+    assert [(t.stream, t.values) for _, t in taken(state, acker)] == [
+        (ACKER_ACK_STREAM_ID, (root, word_edges[0] ^ word_edges[1] ^ word_edges[2]))]
+
+
+def test_a_bolt_emit_with_a_tup_id_is_refused_as_bolt_emit_would() -> None:
+    _, executors = one_worker(acking=False)
+    (component,) = executors["split_bolt"].components.values()
+    with pytest.raises(TypeError, match="takes no tup_id"):
+        component.emit(["word"], tup_id=7)
