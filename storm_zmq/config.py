@@ -214,6 +214,12 @@ SCHEMA: dict[str, Setting] = {
     "supervisor.worker.shutdown.sleep.secs": Setting(
         5, "int", "How long a supervisor waits after asking a worker to stop before "
         "killing it.", minimum=0),
+    "worker.cpu.pinning": Setting(
+        False, "bool", "Pin each worker process to one CPU: the position of its port in "
+        "supervisor.slots.ports, modulo the CPUs the process may use. A worker runs "
+        "Python one thread at a time, and on one CPU its threads hand tuples over in a "
+        "warm cache instead of moving between cores (docs/operations.md); leave it off on "
+        "a host shared with other busy processes, or with more workers than CPUs."),
     "worker.log.max.bytes": Setting(
         10485760, "int", "A worker's log file is rotated when it reaches this size.",
         minimum=1024),
@@ -244,8 +250,10 @@ SCHEMA: dict[str, Setting] = {
         30, "int", "A tuple tree not completed within this time is failed and replayed.",
         minimum=1),
     "topology.executor.receive.buffer.size": Setting(
-        32768, "int", "Capacity of each executor's receive queue; a full queue is "
-        "backpressure.", minimum=1),
+        1024, "int", "Capacity of each executor's receive queue in tuples; a full queue "
+        "is backpressure. (Storm's default is 32768; here tuples wait as Python objects, "
+        "and a queue of about one batch keeps them hot in the CPU caches and the garbage "
+        "collector's passes short: docs/benchmarks.md.)", minimum=1),
     "topology.transfer.buffer.size": Setting(
         1000, "int", "Capacity of each worker's outbound transfer queue.", minimum=1),
     "topology.transfer.batch.size": Setting(

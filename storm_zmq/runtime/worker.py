@@ -46,7 +46,7 @@ from storm_zmq.runtime.executor import (
 )
 from storm_zmq.runtime.queues import BatchQueue, QueueClosed
 from storm_zmq.runtime.serialization import MalformedTuple, TupleId, check_system_tuple
-from storm_zmq.runtime.tuning import CollectionClock, tune_gc
+from storm_zmq.runtime.tuning import CollectionClock, pin_worker, tune_gc
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.grouping import make_chooser
 
@@ -315,11 +315,12 @@ class Worker:
         self._last_busy: dict[int, tuple[float, float]] = {}
 
     def run(self) -> int:
+        port = self.assignment.workers[self.index].port
+        pin_worker(self.conf, port)  # before any thread of the data path starts
         topology = load_topology(self.spec["topology_file"], self.spec.get("topology_name"))
         definition = topology.definition()
         state = self.state = WorkerState(self.conf, definition, self.assignment, self.index)
         self.context = load_context(_bounded_send_waits(self.conf), self.spec.get("secrets"))
-        port = self.assignment.workers[self.index].port
         self.server = self.context.bind(self.assignment.storm_id, port)
         for index, slot in enumerate(self.assignment.workers):
             if index != self.index:
