@@ -53,14 +53,14 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgpack
 import zmq
 
-from storm_zmq.config import DEFAULTS
+from storm_zmq.config import DEFAULTS, ConfigError, parse_override
 from storm_zmq.runtime.local import RunOptions, run_local
 
 REPO = Path(__file__).resolve().parents[1]
@@ -359,6 +359,8 @@ class Config:
     transport: str
     workers: int
     acking: bool
+    #: -o KEY=VALUE of the command line, on top of what the configuration sets
+    user_overrides: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -372,6 +374,7 @@ class Config:
             # Nothing times out without ackers: this only bounds how long the
             # end-of-run drain of the (full) queues may take, which is never measured.
             conf["topology.message.timeout.secs"] = 1
+        conf.update(self.user_overrides)
         return conf
 
 
@@ -740,8 +743,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--slow-queue", type=int, default=SLOW_QUEUE,
                         help=f"topology.executor.receive.buffer.size of the --slow-bolt runs "
                              f"(default {SLOW_QUEUE}; the runtime's default is 32768)")
+    parser.add_argument("-o", "--override", metavar="KEY=VALUE", action="append", default=[],
+                        help="a topology config value for every run (repeatable), e.g. "
+                             "-o topology.executor.receive.buffer.size=1024")
     parser.add_argument("--json", metavar="FILE", help="also write every number to FILE")
     args = parser.parse_args(argv)
+    try:
+        args.overrides = dict(parse_override(text) for text in args.override)
+    except ConfigError as exc:
+        parser.error(str(exc))
 
     def items(text: str | None, default: Sequence[str], allowed: Sequence[str], what: str) -> list[str]:
         chosen = [x.strip() for x in text.split(",") if x.strip()] if text else list(default)
@@ -783,7 +793,7 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
     for transport in args.transports:
         for workers in args.workers:
             for acking in args.acking:
-                config = Config(transport, workers, acking)
+                config = Config(transport, workers, acking, args.overrides)
                 row: dict[str, Any] = {"transport": transport, "workers": workers, "acking": acking}
                 row["throughput"] = tp = measure_throughput(config, args.seconds)
                 cpu = _per_worker(tp["processes"], "cpu_percent", ".0f")

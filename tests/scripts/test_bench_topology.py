@@ -84,7 +84,8 @@ def test_tiny_run_writes_a_complete_report(tmp_path: Path) -> None:
     report_file = tmp_path / "bench.json"
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--quick", "--transports", "zmq", "--workers", "1",
-         "--seconds", "2", "--bytewax-sentences", "20000", "--json", str(report_file)],
+         "--seconds", "2", "--bytewax-sentences", "20000", "--json", str(report_file),
+         "-o", "topology.executor.receive.buffer.size=512"],
         cwd=REPO, capture_output=True, text=True, timeout=55,
     )
     assert result.returncode == 0, result.stderr
@@ -100,6 +101,7 @@ def test_tiny_run_writes_a_complete_report(tmp_path: Path) -> None:
         assert throughput["words_per_s"] > 0
         (process,) = throughput["processes"]  # one worker
         assert process["peak_rss_mb"] > 0 and process["cpu_percent"] is not None
+        assert throughput["overrides"]["topology.executor.receive.buffer.size"] == 512  # -o
     assert "latency" not in rows[("zmq", 1, False)]
     latency = rows[("zmq", 1, True)]["latency"]
     assert latency["samples"] > 0
@@ -144,3 +146,12 @@ def test_unknown_transport_is_a_usage_error() -> None:
     )
     assert result.returncode == 2
     assert "carrier-pigeon" in result.stderr
+
+
+def test_a_bad_override_is_a_usage_error() -> None:
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "-o", "topology.executor.receive.buffer.size"],
+        cwd=REPO, capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 2
+    assert "expected key=value" in result.stderr
