@@ -43,7 +43,7 @@ TICK_STREAM = "__tick"
 class Collector(Protocol):
     """What a component's emits, acks and fails go to (implemented by the runtime).
 
-    `emit` takes `Bolt.emit`'s parameters in `Bolt.emit`'s order, with the spout's
+    `emit` takes `Bolt.emit`'s parameters, names and order, with the spout's
     `tup_id` last, and `ack` takes `Bolt.ack`'s: so a runtime may give a bolt its
     collector's methods as its own and save a Python call per tuple
     (`storm_zmq.runtime.executor.TaskCollector.bind`); one that does resolves the
@@ -51,7 +51,7 @@ class Collector(Protocol):
 
     def emit(
         self,
-        values: Sequence[Any],
+        tup: Sequence[Any],
         stream: str | None = None,
         anchors: Sequence[Tuple] | None = None,
         direct_task: int | None = None,

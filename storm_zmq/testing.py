@@ -43,7 +43,8 @@ class _RecordingCollector:
     def __init__(self, harness: _Harness) -> None:
         self._harness = harness
 
-    def emit(self, values, stream=None, anchors=None, direct_task=None, need_task_ids=False, tup_id=None):  # type: ignore[no-untyped-def]
+    def emit(self, tup, stream=None, anchors=None, direct_task=None, need_task_ids=False, tup_id=None):  # type: ignore[no-untyped-def]
+        values = tup
         h = self._harness
         stream = stream or "default"
         declared = h.output_fields

@@ -185,9 +185,12 @@ class Supervisor:
             unpack_package(data, code_dir)
         directory = self.local_dir / "workers" / f"{topology_id}-{port}"
         directory.mkdir(parents=True, exist_ok=True)
+        # This host's settings win over the submitter's (its slot ports place a
+        # pinned worker on a CPU: worker.cpu.pinning).
         conf = {**record["conf"], **{k: v for k, v in self.conf.items()
                                      if k.startswith(("storm.zookeeper.", "storm.local.",
-                                                      "worker.", "storm.messaging."))}}
+                                                      "worker.", "storm.messaging.",
+                                                      "supervisor.slots.ports"))}}
         # The topology's transport secrets, stored at submit (docs/security.md), and
         # its workers' own ZooKeeper credentials, which then replace the daemon's.
         secrets = self.state.get_secrets(topology_id) or {}

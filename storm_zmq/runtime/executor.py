@@ -123,21 +123,23 @@ class TaskCollector:
         if not isinstance(component, Bolt):
             return
         self._bolt = component
-        if type(component).emit is Bolt.emit:
+        own = vars(component)  # an emit or ack the bolt set on itself stays
+        if type(component).emit is Bolt.emit and "emit" not in own:
             component.emit = self.emit
-        if type(component).ack is Bolt.ack:
+        if type(component).ack is Bolt.ack and "ack" not in own:
             component.ack = self.ack
 
     def emit(
         self,
-        values: Sequence[Any],
+        tup: Sequence[Any],
         stream: str | None = None,
         anchors: Sequence[Tuple] | None = None,
         direct_task: int | None = None,
         need_task_ids: bool = False,
         tup_id: Any = None,
     ) -> list[int] | None:
-        route = self._default_route if stream is None else self._routes.get(stream)
+        values = tup  # pystorm's name for the emitted values, kept for emit(tup=...)
+        route = self._default_route if not stream else self._routes.get(stream)
         if route is None:
             raise ValueError(
                 f"component {self._component!r} emitted on stream {stream!r}, which it does "
@@ -404,7 +406,7 @@ class Executor(threading.Thread):
         self, source: int, route: _StreamRoute, values: Sequence[Any],
         anchors: Sequence[Tuple], targets: Sequence[int],
     ) -> None:
-        if len(anchors) == 1:  # auto-anchoring: the input tuple
+        if type(anchors) is list and len(anchors) == 1:  # auto-anchoring: the input
             anchor_id = anchors[0].id
             anchor_ids = [anchor_id] if type(anchor_id) is TupleId else []
         else:

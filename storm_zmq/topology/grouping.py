@@ -196,7 +196,7 @@ class _ConstantChooser:
 
 #: A fields chooser remembers the choice for at most this many short str keys...
 MEMO_ENTRIES = 16_384
-#: ...of at most this many characters each, so a memo holds at most ~1 MiB of keys.
+#: ...of at most this many characters each: a full memo holds about 2 MiB (ASCII keys).
 MEMO_KEY_CHARS = 32
 
 

@@ -13,7 +13,7 @@ from storm_zmq.component import Tuple
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.acking import ACKER_ACK_STREAM_ID
 from storm_zmq.runtime.assignment import ACKER, WorkerSlot, acker_executors, assign
-from storm_zmq.runtime.executor import BoltExecutor, TaskCollector
+from storm_zmq.runtime.executor import BoltExecutor
 from storm_zmq.runtime.serialization import TupleId
 from storm_zmq.runtime.worker import WorkerState
 from storm_zmq.topology import load_topology
@@ -67,11 +67,39 @@ def test_a_bolt_gets_its_collectors_emit_and_ack_unless_it_overrides_them() -> N
         def process(self, tup: Tuple) -> None:
             self.emit([tup.values[0]])
 
-    collector = TaskCollector(split, task, {})
+    collector = component._collector
     bolt = Overriding(collector=collector, name="split_bolt", task=task)
     collector.bind(bolt)
-    assert bolt.emit.__func__ is Overriding.emit  # an override is kept and called
-    assert bolt.ack.__self__ is collector  # ack is not overridden: bound
+    assert bolt.emit.__func__ is Overriding.emit  # an override is kept ...
+    assert bolt.ack.__self__ is collector  # (ack is not overridden: bound)
+    bolt._run_process(Tuple(None, "sentence_spout", "default", 1, ("hello",)))
+    assert calls == [["hello"]]  # ... and called
+    assert [t.values for _, t in split._out_local[next(iter(split._out_local))]] == [("hello",)]
+
+    class SetsItsOwn(Bolt):
+        outputs = ["word"]
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.emit = lambda *a, **k: calls.append("own")  # type: ignore[method-assign]
+
+    own = SetsItsOwn(collector=collector, name="split_bolt", task=task)
+    collector.bind(own)
+    own.emit(["x"])
+    assert calls[-1] == "own"  # an emit the bolt set on itself is not replaced
+
+
+def test_the_bound_emit_takes_pystorms_names_and_the_default_stream_spellings() -> None:
+    state, executors = one_worker(acking=False)
+    split, count = executors["split_bolt"], executors["count_bolt"]
+    (component,) = split.components.values()
+    assert component.emit(tup=["a"]) is None
+    assert component.emit(["b"], stream="default", need_task_ids=True) == list(count.assignment.tasks)
+    component.emit(["c"], stream="")  # as in the test harness: "" is the default stream
+    split.flush()
+    assert [t.values.word for _, t in taken(state, count.index)] == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="'nope'"):
+        component.emit(["d"], stream="nope")
 
 
 def test_words_reach_the_count_task_of_their_field_and_are_acked() -> None:
@@ -117,3 +145,14 @@ def test_a_bolt_emit_with_a_tup_id_is_refused_as_bolt_emit_would() -> None:
     (component,) = executors["split_bolt"].components.values()
     with pytest.raises(TypeError, match="takes no tup_id"):
         component.emit(["word"], tup_id=7)
+
+
+def test_anchors_given_as_any_iterable_anchor_with_acking() -> None:
+    state, executors = one_worker(acking=True)
+    split, count = executors["split_bolt"], executors["count_bolt"]
+    (component,) = split.components.values()
+    source = sentence(state, "x", TupleId({7: 9}))
+    for anchors in ([source], (source,), iter([source]), {source}):
+        component.emit(["w"], anchors=anchors)
+    split.flush()
+    assert [set(t.id.roots) for _, t in taken(state, count.index)] == [{7}] * 4

@@ -76,6 +76,8 @@ def _thread_cpus(pid: int) -> dict[str, frozenset[int]]:
 
 @pytest.mark.parametrize("pinning", [True, False])
 def test_workers_of_a_run_are_pinned_to_one_cpu_each_when_asked(pinning: bool) -> None:
+    if len(ALLOWED) < 2:
+        pytest.skip("this machine lets the test use one CPU: pinned and unpinned look the same")
     ports = [free_port(), free_port()]
     seen: dict[int, dict[str, frozenset[int]]] = {}
 
