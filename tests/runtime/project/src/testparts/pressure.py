@@ -7,19 +7,22 @@ from storm_zmq import Bolt, Spout, Stream
 
 
 class FloodSpout(Spout):
-    """Emits (i,) as fast as it may, untracked (acking off), starting
-    `test.start_after` seconds after activation."""
+    """Emits (i,) untracked (acking off), starting `test.start_after` seconds after
+    activation: as fast as it may, or at most `test.rate` tuples a second."""
 
     outputs = ["id"]
 
     def initialize(self, conf, ctx):
         self.i = 0
         self.start_at = time.monotonic() + float(conf.get("test.start_after", 0))
+        self.rate = float(conf.get("test.rate", 0))
 
     def next_tuple(self):
-        if time.monotonic() < self.start_at:
+        now = time.monotonic()
+        if now < self.start_at:
             return
-        for _ in range(100):
+        due = 100 if not self.rate else min(100, int((now - self.start_at) * self.rate) - self.i)
+        for _ in range(due):
             self.emit([self.i])
             self.i += 1
 
