@@ -25,8 +25,9 @@ died: with acking on and `topology.max.spout.pending` bounding the tuples in fli
 (the word count) a young pass finds 3-20k objects and takes 2 ms; with acking off
 the queues are full, and a pass takes 1.6-3 ms with the default queue size (1024
 tuples per executor) but held the interpreter for 0.38-0.53 s with Storm's 32,768
-(600-700k objects), once every 10 s. Once a second would cost that every second. Reference cycles made by user code are still freed, at most that
-late; everything else is freed by reference counting as always.
+(600-700k objects), once every 10 s. Once a second would cost that every second.
+Reference cycles made by user code are still freed, at most that late; everything
+else is freed by reference counting as always.
 """
 
 from __future__ import annotations
