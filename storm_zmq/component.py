@@ -47,7 +47,8 @@ class Collector(Protocol):
     `tup_id` last, and `ack` takes `Bolt.ack`'s: so a runtime may give a bolt its
     collector's methods as its own and save a Python call per tuple
     (`storm_zmq.runtime.executor.TaskCollector.bind`); one that does resolves the
-    bolt's auto-anchors itself when `anchors` is None, as `Bolt.emit` would."""
+    bolt's auto-anchors itself when `anchors` is None (`Bolt._auto_anchors`), as
+    `Bolt.emit` would."""
 
     def emit(
         self,
@@ -243,9 +244,15 @@ class Bolt(Component):
         need_task_ids: bool = False,
     ) -> list[int] | None:
         assert self._collector is not None, "component is not running"
-        if anchors is None and self.auto_anchor:
-            anchors = self._current_tups
+        if anchors is None:
+            anchors = self._auto_anchors()
         return self._collector.emit(tup, stream, anchors, direct_task, need_task_ids)
+
+    def _auto_anchors(self) -> list[Tuple] | None:
+        """What an emit without `anchors` is anchored to: the tuples being processed
+        when `auto_anchor` is on (pystorm's rule; a collector that gives the bolt its
+        own emit calls this too)."""
+        return self._current_tups if self.auto_anchor else None
 
     def ack(self, tup: Tuple) -> None:
         assert self._collector is not None, "component is not running"

@@ -626,7 +626,7 @@ def anchor_roots(anchors: Iterable[Anchorable], rng: random.Random) -> dict[int,
         anchor_tree = anchor.roots
         if not anchor_tree:
             continue
-        edge = rng.getrandbits(_ID_BITS) or new_edge_id(rng)  # new_edge_id, one call less
+        edge = new_edge_id(rng)
         anchor.ack_val ^= edge
         for root_id in anchor_tree:
             roots[root_id] = roots.get(root_id, 0) ^ edge

@@ -174,10 +174,8 @@ class TaskCollector:
         elif not targets:
             pass
         elif executor.acking:
-            if anchors is None:
-                bolt = self._bolt
-                if bolt is not None and bolt.auto_anchor:
-                    anchors = bolt._current_tups
+            if anchors is None and self._bolt is not None:
+                anchors = self._bolt._auto_anchors()
             if anchors:
                 executor._deliver_anchored(self._task, route, values, anchors, targets)
             else:
