@@ -48,6 +48,7 @@ sys.path.insert(0, str(REPO / "src"))
 from spouts.sentences import TEXT  # noqa: E402  (the word count's own sentences)
 from storm_zmq.component import Tuple  # noqa: E402
 from storm_zmq.config import DEFAULTS  # noqa: E402
+from storm_zmq.runtime.acking import new_edge_id, new_root_id  # noqa: E402
 from storm_zmq.runtime.assignment import WorkerSlot, acker_executors, assign  # noqa: E402
 from storm_zmq.runtime.executor import BoltExecutor, Executor  # noqa: E402
 from storm_zmq.runtime.serialization import TupleId  # noqa: E402
@@ -99,7 +100,7 @@ class Runtime:
                 task = executor.assignment.tasks[0]
                 batch = []
                 for sentence in itertools.islice(cycle, SENTENCES_PER_BATCH):
-                    tuple_id = TupleId({self.rng.getrandbits(63): self.rng.getrandbits(63)}) if self.acking else None
+                    tuple_id = TupleId({new_root_id(self.rng): new_edge_id(self.rng)}) if self.acking else None
                     batch.append((task, Tuple(tuple_id, "sentence_spout", "default", self.spout_task,
                                               values_cls(sentence))))
                     total += len(sentence.split())
