@@ -151,6 +151,7 @@ def test_defaults_are_storms_names_and_values() -> None:
         "topology.producer.batch.size": 100,
         "topology.batch.flush.interval.millis": 1,
         "topology.tick.tuple.freq.secs": None,
+        "topology.disable.loadaware.messaging": False,
         "topology.debug": False,
         "topology.testing.always.try.serialize": False,
         "topology.stats.sample.rate": 0.05,

@@ -288,6 +288,9 @@ class Executor(threading.Thread):
         self._cyclic_tasks = worker.cyclic_tasks(self.component)
         self._exhausted_tasks: set[int] = set()
         self.components: dict[int, Any] = {}
+        # Load-aware shuffles (topology.disable.loadaware.messaging), refreshed per flush.
+        self._load_aware = not worker.conf.get("topology.disable.loadaware.messaging")
+        self._shuffles: list[Any] = []
 
     # -- set-up -------------------------------------------------------------------
 
@@ -297,6 +300,11 @@ class Executor(threading.Thread):
         spec = definition.components.get(self.component)
         for task in self.assignment.tasks:
             routes = self.worker.routes_for(self.component, task, self._rng)
+            if self._load_aware:
+                self._shuffles.extend(
+                    chooser for route in routes.values() for chooser in route.choosers
+                    if hasattr(chooser, "refresh")
+                )
             collector = TaskCollector(self, task, routes)
             self.components[task] = self._instantiate(spec, collector, task)
         for task, component in self.components.items():
@@ -447,7 +455,16 @@ class Executor(threading.Thread):
         self._buffered += 1
 
     def flush(self) -> None:
-        """Hand buffered output on: one queue put per destination."""
+        """Hand buffered output on: one queue put per destination. Then the
+        load-aware shuffles learn their targets' loads, so the next batch goes
+        around the busy ones."""
+        self._publish()
+        if self._shuffles:
+            loads = self.worker.task_loads()
+            for chooser in self._shuffles:
+                chooser.refresh(loads)
+
+    def _publish(self) -> None:
         if self._acks_out:
             acks, self._acks_out = self._acks_out, {}
             source = self.assignment.tasks[0]

@@ -33,6 +33,10 @@ class BatchQueue(Generic[T]):
         self._not_empty = threading.Condition(self._lock)
         self._not_full = threading.Condition(self._lock)
         self._closed = False
+        #: Items the consumer took with its last `get_all` and may still be working
+        #: on (0 while it waits for more): a queue looks empty right after a take,
+        #: its consumer is not idle for that (load-aware shuffles, WorkerState.task_loads).
+        self.taken = 0
 
     def __len__(self) -> int:
         """Items (not batches) queued now."""
@@ -66,6 +70,7 @@ class BatchQueue(Generic[T]):
         """Take every queued batch at once, waiting up to `timeout` for the first;
         an empty list when the timeout passes (or the queue is closed and empty)."""
         with self._not_empty:
+            self.taken = 0
             if not self._batches:
                 if self._closed:
                     return []
@@ -74,6 +79,7 @@ class BatchQueue(Generic[T]):
                     return []
             batches = list(self._batches)
             self._batches.clear()
+            self.taken = self._items
             self._items = 0
             self._not_full.notify_all()
             return batches

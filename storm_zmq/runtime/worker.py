@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import math
 import os
 import queue
 import random
@@ -78,6 +79,7 @@ class WorkerState:
         self.refused = RefusalLog(log, f"worker {worker_index}")
         self.local_executors = assignment.executors_of(worker_index)
         receive_size = int(conf["topology.executor.receive.buffer.size"])
+        self._executor_tasks = {e.index: e.tasks for e in self.local_executors}
         self.queues: dict[int, BatchQueue[Any]] = {
             e.index: BatchQueue(receive_size) for e in self.local_executors
         }
@@ -104,7 +106,7 @@ class WorkerState:
         # peers can have in flight before they hear of the throttle.
         in_flight = 8 * int(conf["topology.transfer.batch.size"])
         self.inbound = Inbound(
-            self.queues, {e.index: e.tasks for e in self.local_executors},
+            self.queues, self._executor_tasks,
             overflow_limit=max(receive_size, in_flight), wait_put=self._wait_put,
         )
         graph: dict[str, set[str]] = {}
@@ -217,6 +219,26 @@ class WorkerState:
             task for consumer, tasks in self.assignment.component_tasks.items()
             if (component, consumer) in self._cyclic for task in tasks
         )
+
+    def task_loads(self) -> dict[int, float]:
+        """What load-aware shuffles choose by (`topology.disable.loadaware.messaging`):
+        a local task's queued and taken-but-unfinished tuples over its queue's
+        capacity (a full queue is about 1), and infinity for a task its worker
+        throttles; tasks not listed have load 0.
+
+        Why these: a local wait ends when the consumer takes its next batch, a
+        throttle only once the remote queue has half drained and the news has come
+        back, hence infinity. A queue at most half full counts as idle (not
+        listed), as it does for lifting a throttle: its consumer keeps up, and an
+        even spread is then worth more than chasing a few queued tuples (of a
+        remote task this worker only knows whether it is throttled, so that would
+        send more across workers for nothing)."""
+        loads = dict.fromkeys(self.throttle.throttled, math.inf)
+        for index, incoming in self.queues.items():
+            queued = len(incoming) + incoming.taken
+            if queued * 2 > incoming.capacity:
+                loads.update(dict.fromkeys(self._executor_tasks[index], queued / incoming.capacity))
+        return loads
 
     def wait_throttle_change(self, timeout: float) -> None:
         if self.throttle.expire(time.monotonic()):

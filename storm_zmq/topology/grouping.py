@@ -11,8 +11,19 @@ Semantics (Storm 2):
 
 * ``shuffle`` / ``none``: Storm 2's ``ShuffleGrouping`` — the target tasks are
   shuffled once and then chosen round-robin, which spreads tuples exactly evenly.
+  Storm 2 makes shuffles load-aware unless ``topology.disable.loadaware.messaging``
+  is set, and so does the runtime: after each flush it calls the chooser's
+  ``refresh`` with the targets' loads (``WorkerState.task_loads``: a local task's
+  queue fill once over half full, about 1 when full; a remote task throttled by
+  its worker, infinite; any other, 0), and the round-robin then goes over the
+  least loaded targets only (within 5 %, Storm's slack), so an emitter does not
+  wait on one busy target while another idles; with no load anywhere it is the
+  exact round-robin.
+  Storm's ``LoadAwareShuffleGrouping`` turns the same loads into slowly changing
+  weights; the runtime refreshes at every flush, so the plain minimum reacts
+  within one batch.
 * ``local_or_shuffle``: shuffle among the target tasks in this worker, if there are
-  any, else among all of them.
+  any, else among all of them (load-aware among those the same way).
 * ``fields``: a hash of the selected field values, modulo the number of target
   tasks, indexes the *sorted* target task list. The hash is a CRC-32 of a canonical
   encoding (UTF-8 for a str, the bytes themselves, the decimal digits of an int, or
@@ -31,7 +42,7 @@ from __future__ import annotations
 import itertools
 import operator
 import random
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 from zlib import crc32
@@ -168,18 +179,37 @@ def fields_hash(key: Sequence[Any]) -> int:
     return _packed_hash(tuple(key))
 
 
-class _RoundRobinChooser:
-    """Storm 2's ShuffleGrouping: shuffle once, then cycle (exactly even spread)."""
+class _ShuffleChooser:
+    """Storm 2's ShuffleGrouping: shuffle once, then cycle (exactly even spread);
+    load-aware when its executor calls `refresh` (see the module docstring)."""
 
-    __slots__ = ("_next",)
+    __slots__ = ("_tasks", "_rng", "_eligible", "_next")
 
     def __init__(self, tasks: Sequence[int], rng: random.Random) -> None:
-        choices = [(task,) for task in tasks]
-        rng.shuffle(choices)
+        self._tasks = tuple(tasks)
+        self._rng = rng
+        self._cycle(self._tasks)
+
+    def _cycle(self, eligible: tuple[int, ...]) -> None:
+        self._eligible = eligible
+        choices = [(task,) for task in eligible]
+        self._rng.shuffle(choices)
         self._next = itertools.cycle(choices).__next__
 
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
         return self._next()
+
+    def refresh(self, loads: Mapping[int, float]) -> None:
+        """Choose among the least loaded targets from now on: those whose load
+        (a task missing from `loads` has 0) is within `LOAD_SLACK` of the lowest.
+        The round-robin order is kept while that set stays the same, so equally
+        loaded targets still get exactly even shares."""
+        tasks = self._tasks
+        task_loads = [loads.get(task, 0.0) for task in tasks]
+        ceiling = min(task_loads) + LOAD_SLACK
+        eligible = tuple(task for task, load in zip(tasks, task_loads, strict=True) if load <= ceiling)
+        if eligible != self._eligible:
+            self._cycle(eligible)
 
 
 class _ConstantChooser:
@@ -193,6 +223,9 @@ class _ConstantChooser:
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
         return self._targets
 
+
+#: Targets whose load is within this of the lowest count as least loaded (Storm's 5 %).
+LOAD_SLACK = 0.05
 
 #: A fields chooser remembers the choice for at most this many short str keys...
 MEMO_ENTRIES = 16_384
@@ -280,10 +313,10 @@ def make_chooser(
         raise ValueError(f"{spec!r}: no target tasks")
     kind = spec.kind
     if kind in ("shuffle", "none"):
-        return _RoundRobinChooser(tasks, rng)
+        return _ShuffleChooser(tasks, rng)
     if kind == "local_or_shuffle":
         local = [task for task in tasks if task in local_tasks]
-        return _RoundRobinChooser(local or tasks, rng)
+        return _ShuffleChooser(local or tasks, rng)
     if kind == "all":
         return _ConstantChooser(tasks)
     if kind == "global":

@@ -29,13 +29,13 @@ BYTES_PER_QUEUED_TUPLE = 1024
 
 def run_topology(
     name: str, tmp_path: Path, seconds: float, overrides: dict[str, Any],
-    transport: str = "zmq", on_report: Any = None,
+    transport: str = "zmq", on_report: Any = None, workers: int = 2,
 ) -> Any:
     options = RunOptions(
         topology_file=str(PROJECT / "topologies" / name),
         conf=dict(DEFAULTS),
         seconds=seconds,
-        workers=2,
+        workers=workers,
         transport=transport,
         overrides={
             "supervisor.slots.ports": [free_port(), free_port()],
@@ -152,3 +152,35 @@ def test_cycle_under_backpressure_does_not_deadlock(tmp_path: Path, transport: s
     totals = result.stats.totals()
     assert totals["numbers"]["failed"] == 0, "no tree timed out: the cycle kept turning"
     assert os.path.exists(tmp_path)
+
+
+@pytest.mark.parametrize(("workers", "load_aware"), [(2, True), (1, True), (2, False)])
+def test_a_shuffle_goes_around_a_slow_task_unless_load_awareness_is_off(
+    tmp_path: Path, workers: int, load_aware: bool,
+) -> None:
+    """A spout flooding a shuffle over two sink tasks, one of them 1 ms a tuple.
+    Load-aware (Storm 2's default), the spout sends to the slow task only while it
+    has room (in another worker: while its worker does not throttle it; in the same
+    worker: while its queue is not full), so the fast task runs many times more.
+    With `topology.disable.loadaware.messaging`, the round-robin is exactly even:
+    the spout waits for the slow task and the fast one runs as many, give or take
+    what was queued when the run stopped."""
+    queue = 100
+    result = run_topology(
+        "uneven.py", tmp_path, 6,
+        {"topology.disable.loadaware.messaging": not load_aware, "test.sleep_ms": 1,
+         "topology.executor.receive.buffer.size": queue, "topology.transfer.batch.size": queue,
+         "topology.producer.batch.size": 10},
+        workers=workers,
+    )
+    assert result.exit_code == 0, result.reason
+    ran = {r["slow"]: r["ran"] for r in (json.loads(p.read_text()) for p in tmp_path.glob("ran-*.json"))}
+    slow, fast = ran[True], ran[False]
+    print(f"{workers} worker(s), load-aware {load_aware}: slow task ran {slow:,}, fast {fast:,}")
+    assert slow >= 500, "the slow task kept getting tuples"
+    if load_aware:
+        assert fast >= 10 * slow
+    else:
+        # in flight beyond the slow task's pace: its queue, overflow and the batches
+        # held by the spout (queue + 8 x transfer.batch.size + a few batches)
+        assert fast <= slow + 12 * queue

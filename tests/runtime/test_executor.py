@@ -13,7 +13,7 @@ from storm_zmq.component import Tuple
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.acking import ACKER_ACK_STREAM_ID
 from storm_zmq.runtime.assignment import ACKER, WorkerSlot, acker_executors, assign
-from storm_zmq.runtime.executor import BoltExecutor
+from storm_zmq.runtime.executor import BoltExecutor, SpoutExecutor
 from storm_zmq.runtime.serialization import TupleId
 from storm_zmq.runtime.worker import WorkerState
 from storm_zmq.topology import load_topology
@@ -156,3 +156,50 @@ def test_anchors_given_as_any_iterable_anchor_with_acking() -> None:
         component.emit(["w"], anchors=anchors)
     split.flush()
     assert [set(t.id.roots) for _, t in taken(state, count.index)] == [{7}] * 4
+
+
+@pytest.mark.parametrize("load_aware", [True, False])
+def test_after_a_flush_the_spouts_shuffle_goes_around_a_busy_split_task(load_aware: bool) -> None:
+    """Two split tasks in one worker; one has a full queue, then one is throttled by
+    (what its worker would say for) another worker. Load-aware, the spout's next
+    sentences go to the other task only; with topology.disable.loadaware.messaging,
+    round-robin over both as before."""
+    definition = load_topology(WORDCOUNT).definition()
+    conf = {**DEFAULTS, "topology.acker.executors": 0,
+            "topology.disable.loadaware.messaging": not load_aware}
+    parallelism = {name: (2, 2) if name == "split_bolt" else (1, 1) for name in definition.components}
+    assignment = assign("test-1", parallelism, [WorkerSlot("127.0.0.1", 6700)], acker_executors(conf, 1))
+    state = WorkerState(conf, definition, assignment, 0)
+    (spout_assignment,) = [ex for ex in assignment.executors if ex.component == "sentence_spout"]
+    spout = SpoutExecutor(state, spout_assignment)
+    spout.build_components()
+    (component,) = spout.components.values()
+    split_executors = [ex for ex in assignment.executors if ex.component == "split_bolt"]
+    busy, idle = split_executors
+
+    capacity = state.queues[busy.index].capacity
+    state.queues[busy.index].put([(busy.tasks[0], None)] * (capacity - 1))  # room for one put
+    spout.flush()  # nothing buffered: still the loads are looked at
+    for _ in range(10):
+        component.next_tuple()
+    spout.flush()
+    queued = {ex.index: [task for batch in state.queues[ex.index].get_all(timeout=0)
+                         for task, tup in batch if tup is not None] for ex in split_executors}
+    if load_aware:
+        assert queued == {busy.index: [], idle.index: [idle.tasks[0]] * 10}
+    else:
+        assert sorted(map(len, queued.values())) == [5, 5]
+
+    for ex in split_executors:  # their consumers finished what they took
+        assert state.queues[ex.index].get_all(timeout=0) == []
+    state.throttle.update(1, frozenset(idle.tasks), 0.0)  # as if another worker said so
+    spout.flush()
+    for _ in range(10):
+        component.next_tuple()
+    spout.flush()
+    queued = {ex.index: [task for batch in state.queues[ex.index].get_all(timeout=0)
+                         for task, tup in batch] for ex in split_executors}
+    if load_aware:
+        assert queued == {busy.index: [busy.tasks[0]] * 10, idle.index: []}
+    else:
+        assert sorted(map(len, queued.values())) == [5, 5]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import subprocess
@@ -115,6 +116,38 @@ def test_local_or_shuffle_falls_back_to_all() -> None:
     c = chooser(Grouping.LOCAL_OR_SHUFFLE, [1, 2, 3], local={7, 8})
     counts = Counter(c.choose(())[0] for _ in range(300))
     assert counts == {1: 100, 2: 100, 3: 100}
+
+
+def test_a_load_aware_shuffle_goes_over_the_least_loaded_targets() -> None:
+    c = chooser(Grouping.SHUFFLE, [1, 2, 3])
+    c.refresh({1: 1.0, 2: 0.5})  # 3 is missing: load 0
+    assert {c.choose(())[0] for _ in range(30)} == {3}
+    c.refresh({1: 0.30, 2: 0.35, 3: 0.9})  # within LOAD_SLACK (0.05) of the least: both
+    assert Counter(c.choose(())[0] for _ in range(100)) == {1: 50, 2: 50}
+    c.refresh({1: 0.30, 2: 0.36, 3: 0.9})  # just beyond it
+    assert {c.choose(())[0] for _ in range(30)} == {1}
+    c.refresh({2: math.inf, 3: math.inf})  # throttled by their worker: never while 1 is not
+    assert {c.choose(())[0] for _ in range(30)} == {1}
+    c.refresh(dict.fromkeys([1, 2, 3], math.inf))  # every target equally busy: all of them
+    assert Counter(c.choose(())[0] for _ in range(300)) == {1: 100, 2: 100, 3: 100}
+    c.refresh({})
+    assert Counter(c.choose(())[0] for _ in range(300)) == {1: 100, 2: 100, 3: 100}
+
+
+def test_a_refresh_that_changes_nothing_keeps_the_exact_round_robin() -> None:
+    c = chooser(Grouping.SHUFFLE, [1, 2, 3])
+    chosen = []
+    for _ in range(100):
+        chosen += [c.choose(())[0] for _ in range(7)]  # 7: refreshes fall mid-round
+        c.refresh({1: 0.01, 3: 0.02})
+    assert sorted(chosen[:3]) == [1, 2, 3]
+    assert all(chosen[i] == chosen[i + 3] for i in range(len(chosen) - 3)), "one order throughout"
+
+
+def test_a_load_aware_local_or_shuffle_stays_local() -> None:
+    c = chooser(Grouping.LOCAL_OR_SHUFFLE, [1, 2, 3, 4], local={2, 4})
+    c.refresh({2: 1.0})  # 1 and 3 have no load, but they are not local
+    assert {c.choose(())[0] for _ in range(30)} == {4}
 
 
 def test_all_and_global() -> None:

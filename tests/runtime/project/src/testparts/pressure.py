@@ -1,6 +1,8 @@
 """Components for the backpressure tests (tests/runtime/test_backpressure_run.py)."""
 from __future__ import annotations
 
+import json
+import os
 import time
 
 from storm_zmq import Bolt, Spout, Stream
@@ -71,3 +73,25 @@ class RelayBolt(Bolt):
 
     def process(self, tup):
         self.emit([tup.values[0], tup.values[1]], stream="back", anchors=[tup])
+
+
+class OneSlowTaskBolt(Bolt):
+    """Sleeps `test.sleep_ms` per tuple in the component's lowest task only; every
+    task writes how many tuples it ran to `test.output_dir` at cleanup."""
+
+    outputs = []
+
+    def initialize(self, conf, ctx):
+        self.conf, self.task, self.count = conf, ctx["taskid"], 0
+        tasks = sorted(int(t) for t, c in ctx["task->component"].items() if c == ctx["componentid"])
+        self.sleep = float(conf.get("test.sleep_ms", 1)) / 1000 if self.task == tasks[0] else 0.0
+
+    def process(self, tup):
+        self.count += 1
+        if self.sleep:
+            time.sleep(self.sleep)
+
+    def cleanup(self):
+        path = os.path.join(self.conf["test.output_dir"], f"ran-{self.task}.json")
+        with open(path, "w") as out:
+            json.dump({"task": self.task, "slow": bool(self.sleep), "ran": self.count}, out)
