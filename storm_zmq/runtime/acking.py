@@ -633,6 +633,16 @@ def anchor_roots(anchors: Iterable[Anchorable], rng: random.Random) -> dict[int,
     return roots
 
 
+def anchor_one(anchor: Anchorable, rng: random.Random) -> dict[int, int]:
+    """`anchor_roots` of the commonest case, one anchor that belongs to a tree
+    (auto-anchoring to the input): every root gets the same fresh edge id, so the
+    new tuple's roots are one ``dict.fromkeys`` instead of a loop. The caller checks
+    that ``anchor.roots`` is not empty (`anchor_roots` skips such anchors)."""
+    edge = new_edge_id(rng)
+    anchor.ack_val ^= edge
+    return dict.fromkeys(anchor.roots, edge)
+
+
 def ack_messages(roots: Mapping[int, int], ack_val: int) -> list[tuple[int, int]]:
     """``(root_id, xor_value)`` ACKER_ACK messages for acking a tuple with these roots and ``ack_val``."""
     return [(root_id, edge ^ ack_val) for root_id, edge in roots.items()]
@@ -643,9 +653,14 @@ def fold_ack(folded: dict[int, int], roots: Mapping[int, int], ack_val: int) -> 
 
     XOR is associative and commutative, so the acks of a batch of tuples can be
     sent as one ACKER_ACK per root with the XOR of their values: the acker ends in
-    the same state. This is the executor's per-tuple path, hence no list."""
-    for root_id, edge in roots.items():
-        folded[root_id] = folded.get(root_id, 0) ^ edge ^ ack_val
+    the same state. This is the executor's per-tuple path, hence no list, and no
+    XOR with a zero ``ack_val`` (a leaf's): each XOR of 64-bit ints allocates."""
+    if ack_val:
+        for root_id, edge in roots.items():
+            folded[root_id] = folded.get(root_id, 0) ^ edge ^ ack_val
+    else:
+        for root_id, edge in roots.items():
+            folded[root_id] = folded.get(root_id, 0) ^ edge
 
 
 def fail_messages(roots: Mapping[int, int]) -> list[int]:

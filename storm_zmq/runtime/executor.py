@@ -42,6 +42,7 @@ from storm_zmq.runtime.acking import (
     AckerState,
     SpoutPending,
     acker_index,
+    anchor_one,
     anchor_roots,
     fold_ack,
     spout_emit_ids,
@@ -414,7 +415,12 @@ class Executor(threading.Thread):
     ) -> None:
         if type(anchors) is list and len(anchors) == 1:  # auto-anchoring: the input
             anchor_id = anchors[0].id
-            anchor_ids = [anchor_id] if type(anchor_id) is TupleId else []
+            if type(anchor_id) is TupleId and anchor_id.roots:
+                rng = self._rng
+                for target in targets:
+                    self._deliver_with_roots(source, route, values, target, anchor_one(anchor_id, rng))
+                return
+            anchor_ids = []
         else:
             anchor_ids = [a.id for a in anchors if type(a.id) is TupleId]
         if not anchor_ids:
