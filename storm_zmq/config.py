@@ -272,10 +272,9 @@ SCHEMA: dict[str, Setting] = {
         nullable=True, minimum=1),
     "topology.disable.loadaware.messaging": Setting(
         False, "bool", "true: shuffle and local-or-shuffle groupings spread tuples "
-        "exactly evenly; false (Storm 2's default): they go round the least loaded "
-        "target tasks only (a queue over half full, or a task throttled by its worker, "
-        "counts as loaded), so that an emitter does not wait on one busy task while "
-        "another idles."),
+        "exactly evenly; false (Storm 2's default): they go round their least loaded "
+        "target tasks, so that an emitter does not wait on one busy task while another "
+        "idles (docs/architecture.md, \"Load-aware shuffles\")."),
     "topology.debug": Setting(False, "bool", "Log every emitted tuple."),
     "topology.testing.always.try.serialize": Setting(
         False, "bool", "Serialize every emitted tuple, also those delivered inside the "

@@ -301,10 +301,10 @@ class Executor(threading.Thread):
         spec = definition.components.get(self.component)
         for task in self.assignment.tasks:
             routes = self.worker.routes_for(self.component, task, self._rng)
-            if self._load_aware:
+            if self._load_aware:  # shuffles with a choice to make
                 self._shuffles.extend(
                     chooser for route in routes.values() for chooser in route.choosers
-                    if hasattr(chooser, "refresh")
+                    if hasattr(chooser, "refresh") and len(chooser.tasks) > 1
                 )
             collector = TaskCollector(self, task, routes)
             self.components[task] = self._instantiate(spec, collector, task)

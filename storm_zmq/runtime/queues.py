@@ -33,10 +33,12 @@ class BatchQueue(Generic[T]):
         self._not_empty = threading.Condition(self._lock)
         self._not_full = threading.Condition(self._lock)
         self._closed = False
-        #: Items the consumer took with its last `get_all` and may still be working
-        #: on (0 while it waits for more): a queue looks empty right after a take,
-        #: its consumer is not idle for that (load-aware shuffles, WorkerState.task_loads).
-        self.taken = 0
+        #: Items queued plus those the consumer took with its last `get_all` and may
+        #: still be working on (they count until it asks again): a queue looks empty
+        #: right after a take, its consumer is not idle for that. One attribute,
+        #: written under the lock, so that a reader without it never adds a batch
+        #: twice (load-aware shuffles: WorkerState.task_loads).
+        self.backlog = 0
 
     def __len__(self) -> int:
         """Items (not batches) queued now."""
@@ -63,6 +65,7 @@ class BatchQueue(Generic[T]):
                 raise QueueClosed()
             self._batches.append(batch)
             self._items += len(batch)
+            self.backlog += len(batch)
             self._not_empty.notify()
             return True
 
@@ -70,7 +73,7 @@ class BatchQueue(Generic[T]):
         """Take every queued batch at once, waiting up to `timeout` for the first;
         an empty list when the timeout passes (or the queue is closed and empty)."""
         with self._not_empty:
-            self.taken = 0
+            self.backlog = self._items  # done with what it took before
             if not self._batches:
                 if self._closed:
                     return []
@@ -79,8 +82,7 @@ class BatchQueue(Generic[T]):
                     return []
             batches = list(self._batches)
             self._batches.clear()
-            self.taken = self._items
-            self._items = 0
+            self._items = 0  # all taken: the backlog stays until the next get_all
             self._not_full.notify_all()
             return batches
 

@@ -235,9 +235,9 @@ class WorkerState:
         send more across workers for nothing)."""
         loads = dict.fromkeys(self.throttle.throttled, math.inf)
         for index, incoming in self.queues.items():
-            queued = len(incoming) + incoming.taken
-            if queued * 2 > incoming.capacity:
-                loads.update(dict.fromkeys(self._executor_tasks[index], queued / incoming.capacity))
+            backlog = incoming.backlog
+            if backlog * 2 > incoming.capacity:
+                loads.update(dict.fromkeys(self._executor_tasks[index], backlog / incoming.capacity))
         return loads
 
     def wait_throttle_change(self, timeout: float) -> None:

@@ -13,15 +13,11 @@ Semantics (Storm 2):
   shuffled once and then chosen round-robin, which spreads tuples exactly evenly.
   Storm 2 makes shuffles load-aware unless ``topology.disable.loadaware.messaging``
   is set, and so does the runtime: after each flush it calls the chooser's
-  ``refresh`` with the targets' loads (``WorkerState.task_loads``: a local task's
-  queue fill once over half full, about 1 when full; a remote task throttled by
-  its worker, infinite; any other, 0), and the round-robin then goes over the
-  least loaded targets only (within 5 %, Storm's slack), so an emitter does not
-  wait on one busy target while another idles; with no load anywhere it is the
-  exact round-robin.
-  Storm's ``LoadAwareShuffleGrouping`` turns the same loads into slowly changing
-  weights; the runtime refreshes at every flush, so the plain minimum reacts
-  within one batch.
+  ``refresh`` with the targets' loads (``WorkerState.task_loads``), and the
+  round-robin then goes over the least loaded targets only (within 5 %, Storm's
+  slack), so an emitter does not wait on one busy target while another idles;
+  with no load anywhere it is the exact round-robin. How this differs from Storm's
+  ``LoadAwareShuffleGrouping``: docs/architecture.md, "Load-aware shuffles".
 * ``local_or_shuffle``: shuffle among the target tasks in this worker, if there are
   any, else among all of them (load-aware among those the same way).
 * ``fields``: a hash of the selected field values, modulo the number of target
@@ -183,12 +179,12 @@ class _ShuffleChooser:
     """Storm 2's ShuffleGrouping: shuffle once, then cycle (exactly even spread);
     load-aware when its executor calls `refresh` (see the module docstring)."""
 
-    __slots__ = ("_tasks", "_rng", "_eligible", "_next")
+    __slots__ = ("tasks", "_rng", "_eligible", "_next")
 
     def __init__(self, tasks: Sequence[int], rng: random.Random) -> None:
-        self._tasks = tuple(tasks)
+        self.tasks = tuple(tasks)
         self._rng = rng
-        self._cycle(self._tasks)
+        self._cycle(self.tasks)
 
     def _cycle(self, eligible: tuple[int, ...]) -> None:
         self._eligible = eligible
@@ -204,10 +200,15 @@ class _ShuffleChooser:
         (a task missing from `loads` has 0) is within `LOAD_SLACK` of the lowest.
         The round-robin order is kept while that set stays the same, so equally
         loaded targets still get exactly even shares."""
-        tasks = self._tasks
-        task_loads = [loads.get(task, 0.0) for task in tasks]
-        ceiling = min(task_loads) + LOAD_SLACK
-        eligible = tuple(task for task, load in zip(tasks, task_loads, strict=True) if load <= ceiling)
+        tasks = self.tasks
+        if loads:
+            task_loads = [loads.get(task, 0.0) for task in tasks]
+            ceiling = min(task_loads) + LOAD_SLACK
+            eligible = tuple(
+                task for task, load in zip(tasks, task_loads, strict=True) if load <= ceiling
+            ) or tasks  # (none only if a load were NaN)
+        else:  # nothing loaded anywhere, the common case at low load
+            eligible = tasks
         if eligible != self._eligible:
             self._cycle(eligible)
 

@@ -117,19 +117,20 @@ def test_get_all_returns_every_batch_in_order() -> None:
     assert q.get_all(timeout=0) == []
 
 
-def test_taken_is_what_the_consumer_took_until_it_asks_again() -> None:
-    """A queue looks empty right after a take; `taken` says its consumer is busy."""
+def test_backlog_counts_what_the_consumer_took_until_it_asks_again() -> None:
+    """A queue looks empty right after a take; its backlog says its consumer is busy."""
     q: BatchQueue[str] = BatchQueue(100)
-    assert q.taken == 0
+    assert q.backlog == 0
     q.put(["a", "b"])
     q.put(["c"])
+    assert (len(q), q.backlog) == (3, 3)
     q.get_all(timeout=0)
-    assert (len(q), q.taken) == (0, 3)
+    assert (len(q), q.backlog) == (0, 3)
     q.put(["d"])
-    assert (len(q), q.taken) == (1, 3)
-    q.get_all(timeout=0)
-    assert q.taken == 1
-    assert q.get_all(timeout=0) == [] and q.taken == 0  # asking again: done with the last
+    assert (len(q), q.backlog) == (1, 4)
+    q.get_all(timeout=0)  # done with a, b, c; took d
+    assert (len(q), q.backlog) == (0, 1)
+    assert q.get_all(timeout=0) == [] and q.backlog == 0  # asking again: done with d
 
 
 def test_get_all_returns_empty_list_on_timeout() -> None:

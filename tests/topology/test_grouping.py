@@ -134,6 +134,12 @@ def test_a_load_aware_shuffle_goes_over_the_least_loaded_targets() -> None:
     assert Counter(c.choose(())[0] for _ in range(300)) == {1: 100, 2: 100, 3: 100}
 
 
+def test_a_load_aware_shuffle_never_runs_out_of_targets() -> None:
+    c = chooser(Grouping.SHUFFLE, [1, 2])
+    c.refresh({1: math.nan, 2: math.nan})  # no load compares: all targets, not none
+    assert Counter(c.choose(())[0] for _ in range(10)) == {1: 5, 2: 5}
+
+
 def test_a_refresh_that_changes_nothing_keeps_the_exact_round_robin() -> None:
     c = chooser(Grouping.SHUFFLE, [1, 2, 3])
     chosen = []

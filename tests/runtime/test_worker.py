@@ -1,0 +1,63 @@
+"""WorkerState's pure parts, built from a real assignment (no threads, no sockets)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from storm_zmq.config import DEFAULTS
+from storm_zmq.runtime.assignment import WorkerSlot, acker_executors, assign
+from storm_zmq.runtime.worker import WorkerState
+from storm_zmq.topology import load_topology
+
+WORDCOUNT = Path(__file__).resolve().parents[2] / "topologies" / "wordcount.py"
+
+
+def word_count_worker(**conf_overrides: object) -> WorkerState:
+    """Worker 0 of the word count on two workers; the count bolt has 4 tasks in 2
+    executors, so an executor's load covers two tasks."""
+    definition = load_topology(WORDCOUNT).definition()
+    conf = {**DEFAULTS, **conf_overrides}
+    parallelism = {name: (c.par, 4 if name == "count_bolt" else c.num_tasks)
+                   for name, c in definition.components.items()}
+    slots = [WorkerSlot("127.0.0.1", 6700), WorkerSlot("127.0.0.1", 6701)]
+    assignment = assign("test-1", parallelism, slots, acker_executors(conf, 2))
+    return WorkerState(conf, definition, assignment, 0)
+
+
+def local_executor(state: WorkerState, component: str):
+    (executor,) = [e for e in state.local_executors if e.component == component]
+    return executor
+
+
+def test_task_loads_are_empty_while_every_queue_is_at_most_half_full() -> None:
+    state = word_count_worker(**{"topology.executor.receive.buffer.size": 100})
+    count = local_executor(state, "count_bolt")
+    state.queues[count.index].put([(count.tasks[0], None)] * 50)
+    assert state.task_loads() == {}
+
+
+def test_a_queue_over_half_full_loads_every_task_of_its_executor() -> None:
+    state = word_count_worker(**{"topology.executor.receive.buffer.size": 100})
+    count = local_executor(state, "count_bolt")
+    assert len(count.tasks) == 2
+    state.queues[count.index].put([(count.tasks[0], None)] * 51)
+    assert state.task_loads() == dict.fromkeys(count.tasks, 0.51)
+
+
+def test_what_the_consumer_took_counts_until_it_asks_again() -> None:
+    state = word_count_worker(**{"topology.executor.receive.buffer.size": 100})
+    count = local_executor(state, "count_bolt")
+    queue = state.queues[count.index]
+    queue.put([(count.tasks[0], None)] * 80)
+    queue.get_all(timeout=0)  # taken, being worked on
+    assert state.task_loads() == dict.fromkeys(count.tasks, 0.8)
+    queue.get_all(timeout=0)  # done with it
+    assert state.task_loads() == {}
+
+
+def test_tasks_a_peer_throttles_have_infinite_load() -> None:
+    state = word_count_worker()
+    remote = [task for task, where in state.task_location.items() if where < 0]
+    state.throttle.update(1, frozenset(remote[:2]), 0.0)
+    assert state.task_loads() == dict.fromkeys(remote[:2], math.inf)
