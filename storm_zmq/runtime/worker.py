@@ -112,6 +112,9 @@ class WorkerState:
         graph: dict[str, set[str]] = {}
         #: (source component, stream, consumer component) of every subscription
         self._subscriptions: set[tuple[str, str, str]] = set()
+        #: (source task, stream, target task) -> (component, values class, arity) of
+        #: user streams that passed make_tuple's checks once
+        self._checked_streams: dict[tuple[int, str, int], tuple[str, Any, int]] = {}
         for name, component in definition.components.items():
             for source, stream, _grouping in component.inputs:
                 graph.setdefault(source, set()).add(name)
@@ -175,11 +178,27 @@ class WorkerState:
     ) -> Tuple:
         """A Tuple for task `target` from a decoded remote payload, checked against
         the topology; system tuples (the acker protocol) against their shapes, since
-        the acker and spout executors use their values without looking."""
+        the acker and spout executors use their values without looking.
+
+        Every remote tuple comes through here, so what a user stream's (source
+        task, stream, target task) was checked against once is remembered; only
+        the arity is checked per tuple. The memo holds valid triples only, of
+        which a topology has a bounded number."""
+        tuple_id = TupleId(roots) if roots else None
+        known = self._checked_streams.get((source, stream, target))
+        if known is not None:
+            component, values_cls, arity = known
+            if len(values) != arity:
+                raise MalformedTuple(
+                    f"{len(values)} values on stream {stream!r} of {component!r}, "
+                    f"which has {arity} fields"
+                )
+            return tuple.__new__(  # type: ignore[return-value]
+                Tuple, (tuple_id, component, stream, source, tuple.__new__(values_cls, values)),
+            )
         component = self.assignment.task_component.get(source)
         if component is None:
             raise MalformedTuple(f"unknown source task {source}")
-        tuple_id = TupleId(roots) if roots else None
         if stream.startswith(_SYSTEM_STREAM_PREFIX):
             receiver = self.assignment.task_component.get(target)
             to_acker = receiver == ACKER
@@ -201,10 +220,10 @@ class WorkerState:
             raise MalformedTuple(
                 f"{receiver!r} does not subscribe to stream {stream!r} of {component!r}"
             )
+        values_cls = self.values_class(component, stream)
+        self._checked_streams[(source, stream, target)] = (component, values_cls, len(stream_def.fields))
         return tuple.__new__(  # type: ignore[return-value]
-            Tuple,
-            (tuple_id, component, stream, source,
-             tuple.__new__(self.values_class(component, stream), values)),
+            Tuple, (tuple_id, component, stream, source, tuple.__new__(values_cls, values)),
         )
 
     def cyclic_executors(self, component: str) -> frozenset[int]:

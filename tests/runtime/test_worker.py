@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
+
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.assignment import WorkerSlot, acker_executors, assign
+from storm_zmq.runtime.serialization import MalformedTuple
 from storm_zmq.runtime.worker import WorkerState
 from storm_zmq.topology import load_topology
 
@@ -61,3 +64,20 @@ def test_tasks_a_peer_throttles_have_infinite_load() -> None:
     remote = [task for task, where in state.task_location.items() if where < 0]
     state.throttle.update(1, frozenset(remote[:2]), 0.0)
     assert state.task_loads() == dict.fromkeys(remote[:2], math.inf)
+
+
+def test_a_remote_tuple_is_checked_by_its_stream_once_and_by_its_arity_always() -> None:
+    state = word_count_worker()
+    split = state.assignment.component_tasks["split_bolt"][0]
+    count, other_count = state.assignment.component_tasks["count_bolt"][:2]
+    spout = state.assignment.component_tasks["sentence_spout"][0]
+    for _ in range(2):  # the second time from the memo
+        tup = state.make_tuple(split, "default", None, ["dog"], count)
+        assert (tup.component, tup.stream, tup.task, tup.values.word) == ("split_bolt", "default", split, "dog")
+        with pytest.raises(MalformedTuple, match="2 values on stream 'default' of 'split_bolt', which has 1"):
+            state.make_tuple(split, "default", None, ["dog", 1], count)
+    assert state.make_tuple(split, "default", {7: 9}, ["cat"], other_count).id.roots == {7: 9}
+    with pytest.raises(MalformedTuple, match="does not subscribe"):
+        state.make_tuple(split, "default", None, ["dog"], spout)  # the spout takes no words
+    with pytest.raises(MalformedTuple, match="has no stream"):
+        state.make_tuple(split, "nope", None, ["dog"], count)
