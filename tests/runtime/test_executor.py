@@ -3,34 +3,28 @@ anchoring, acking) through the real collectors and queues of one worker."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from storm_zmq import Bolt
 from storm_zmq.component import Tuple
-from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.acking import ACKER_ACK_STREAM_ID
-from storm_zmq.runtime.assignment import ACKER, WorkerSlot, acker_executors, assign
+from storm_zmq.runtime.assignment import ACKER
 from storm_zmq.runtime.executor import BoltExecutor, SpoutExecutor
 from storm_zmq.runtime.serialization import TupleId
 from storm_zmq.runtime.worker import WorkerState
-from storm_zmq.topology import load_topology
+from tests.runtime.wordcount_state import word_count_state
 
-WORDCOUNT = Path(__file__).resolve().parents[2] / "topologies" / "wordcount.py"
+ONE_EACH = {"sentence_spout": (1, 1), "split_bolt": (1, 1), "count_bolt": (1, 1)}
 
 
 def one_worker(acking: bool) -> tuple[WorkerState, dict[str, BoltExecutor]]:
     """The word count assigned to one worker; its split and count bolts' executors,
     with their components built (one executor each)."""
-    definition = load_topology(WORDCOUNT).definition()
-    conf = {**DEFAULTS, "topology.acker.executors": None if acking else 0}
-    parallelism = {name: (1, 1) for name in definition.components}
-    assignment = assign("test-1", parallelism, [WorkerSlot("127.0.0.1", 6700)], acker_executors(conf, 1))
-    state = WorkerState(conf, definition, assignment, 0)
+    state = word_count_state({"topology.acker.executors": None if acking else 0}, ONE_EACH)
     executors = {}
-    for ex in assignment.executors:
+    for ex in state.assignment.executors:
         if ex.component in ("split_bolt", "count_bolt"):
             executors[ex.component] = BoltExecutor(state, ex)
             executors[ex.component].build_components()
@@ -164,12 +158,11 @@ def test_after_a_flush_the_spouts_shuffle_goes_around_a_busy_split_task(load_awa
     (what its worker would say for) another worker. Load-aware, the spout's next
     sentences go to the other task only; with topology.disable.loadaware.messaging,
     round-robin over both as before."""
-    definition = load_topology(WORDCOUNT).definition()
-    conf = {**DEFAULTS, "topology.acker.executors": 0,
-            "topology.disable.loadaware.messaging": not load_aware}
-    parallelism = {name: (2, 2) if name == "split_bolt" else (1, 1) for name in definition.components}
-    assignment = assign("test-1", parallelism, [WorkerSlot("127.0.0.1", 6700)], acker_executors(conf, 1))
-    state = WorkerState(conf, definition, assignment, 0)
+    state = word_count_state(
+        {"topology.acker.executors": 0, "topology.disable.loadaware.messaging": not load_aware},
+        {**ONE_EACH, "split_bolt": (2, 2)},
+    )
+    assignment = state.assignment
     (spout_assignment,) = [ex for ex in assignment.executors if ex.component == "sentence_spout"]
     spout = SpoutExecutor(state, spout_assignment)
     spout.build_components()

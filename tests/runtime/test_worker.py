@@ -3,29 +3,18 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
-from storm_zmq.config import DEFAULTS
-from storm_zmq.runtime.assignment import WorkerSlot, acker_executors, assign
 from storm_zmq.runtime.serialization import MalformedTuple
 from storm_zmq.runtime.worker import WorkerState
-from storm_zmq.topology import load_topology
-
-WORDCOUNT = Path(__file__).resolve().parents[2] / "topologies" / "wordcount.py"
+from tests.runtime.wordcount_state import word_count_state
 
 
 def word_count_worker(**conf_overrides: object) -> WorkerState:
     """Worker 0 of the word count on two workers; the count bolt has 4 tasks in 2
     executors, so an executor's load covers two tasks."""
-    definition = load_topology(WORDCOUNT).definition()
-    conf = {**DEFAULTS, **conf_overrides}
-    parallelism = {name: (c.par, 4 if name == "count_bolt" else c.num_tasks)
-                   for name, c in definition.components.items()}
-    slots = [WorkerSlot("127.0.0.1", 6700), WorkerSlot("127.0.0.1", 6701)]
-    assignment = assign("test-1", parallelism, slots, acker_executors(conf, 2))
-    return WorkerState(conf, definition, assignment, 0)
+    return word_count_state(dict(conf_overrides), {"count_bolt": (2, 4)}, workers=2)
 
 
 def local_executor(state: WorkerState, component: str):
