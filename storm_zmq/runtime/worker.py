@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from storm_zmq.component import Tuple
@@ -61,6 +62,12 @@ SEND_WAIT_SLICE_MS = 500
 SHUTDOWN_SEND_GRACE = 5.0
 LATENCY_SAMPLES_PER_REPORT = 5000
 _SYSTEM_STREAM_PREFIX = "__"
+
+
+def _arity_error(values: Sequence[Any], stream: str, component: str, arity: int) -> MalformedTuple:
+    return MalformedTuple(
+        f"{len(values)} values on stream {stream!r} of {component!r}, which has {arity} fields"
+    )
 
 
 class WorkerState:
@@ -189,10 +196,7 @@ class WorkerState:
         if known is not None:
             component, values_cls, arity = known
             if len(values) != arity:
-                raise MalformedTuple(
-                    f"{len(values)} values on stream {stream!r} of {component!r}, "
-                    f"which has {arity} fields"
-                )
+                raise _arity_error(values, stream, component, arity)
             return tuple.__new__(  # type: ignore[return-value]
                 Tuple, (tuple_id, component, stream, source, tuple.__new__(values_cls, values)),
             )
@@ -211,10 +215,7 @@ class WorkerState:
         if stream_def is None:
             raise MalformedTuple(f"component {component!r} has no stream {stream!r}")
         if len(values) != len(stream_def.fields):
-            raise MalformedTuple(
-                f"{len(values)} values on stream {stream!r} of {component!r}, "
-                f"which has {len(stream_def.fields)} fields"
-            )
+            raise _arity_error(values, stream, component, len(stream_def.fields))
         receiver = self.assignment.task_component.get(target)
         if (component, stream, receiver) not in self._subscriptions:
             raise MalformedTuple(
