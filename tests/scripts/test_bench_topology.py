@@ -139,19 +139,13 @@ def test_tiny_slow_bolt_run_reports_rss_over_time(tmp_path: Path) -> None:
     assert target["config"] == "tcp 1w" and isinstance(target["met"], bool)
 
 
-def test_unknown_transport_is_a_usage_error() -> None:
+@pytest.mark.parametrize(("args", "named"), [
+    (["--transports", "zmq,carrier-pigeon"], "carrier-pigeon"),  # an unknown transport
+    (["-o", "topology.executor.receive.buffer.size"], "expected key=value"),  # a bad override
+])
+def test_a_bad_argument_is_a_usage_error_that_names_it(args: list[str], named: str) -> None:
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--transports", "zmq,carrier-pigeon"],
-        cwd=REPO, capture_output=True, text=True, timeout=30,
+        [sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True, text=True, timeout=30,
     )
     assert result.returncode == 2
-    assert "carrier-pigeon" in result.stderr
-
-
-def test_a_bad_override_is_a_usage_error() -> None:
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT), "-o", "topology.executor.receive.buffer.size"],
-        cwd=REPO, capture_output=True, text=True, timeout=30,
-    )
-    assert result.returncode == 2
-    assert "expected key=value" in result.stderr
+    assert named in result.stderr
