@@ -2,7 +2,8 @@
 """Topology benchmark: the word count on real worker processes, against Bytewax.
 
 For each transport (``zmq``, ``tcp``), each number of workers (1, 2) and acking on
-and off, in this order, one configuration at a time:
+and off, in this order, one configuration at a time, and all of that ``--rounds``
+times over (default 3):
 
 * maximum sustained throughput: ``topologies/wordcount.py`` runs in local mode
   (`storm_zmq.runtime.local.run_local`, real worker processes, as ``storm-zmq run``
@@ -22,7 +23,15 @@ and off, in this order, one configuration at a time:
 
 In the same run, ``scripts/bytewax_wordcount.py`` counts the same sentences with
 the same per-word work on Bytewax in one process (one Bytewax worker), also
-measured in steady state; see that script.
+measured in steady state, once per round; see that script.
+
+Why rounds: on a shared or virtual machine the same configuration can differ by
+20 % between runs minutes apart, and a target's ratio taken from two single runs
+inherits both errors. Each round measures every configuration once, so each ratio
+is computed within a round (both sides measured minutes apart, never a round
+apart), and a target's verdict is the median of its per-round values, with the
+number of rounds in which it held. The table shows, per configuration, the round
+whose words/s is the median, and the range over the rounds.
 
 ``--slow-bolt`` is a separate mode: ``topologies/slow_consumer.py``, a spout
 offering 100 x what two slow bolts take (2 ms per tuple each, shuffled over the
@@ -48,6 +57,7 @@ import json
 import os
 import platform
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -73,8 +83,10 @@ TRANSPORTS = ("zmq", "tcp")
 DEFAULT_WORKERS = (1, 2)
 ACKING = ("off", "on")
 
-DEFAULT_SECONDS = 15.0
+DEFAULT_SECONDS = 10.0
 QUICK_SECONDS = 3.0
+DEFAULT_ROUNDS = 3
+QUICK_ROUNDS = 1
 #: Fraction of a run (at least MIN_WARMUP seconds) left out as start-up.
 WARMUP_FRACTION = 0.25
 MIN_WARMUP = 1.0
@@ -541,10 +553,11 @@ def judge(rows: list[dict[str, Any]], bytewax: dict[str, Any] | None) -> list[di
     by_key = {(r["transport"], r["workers"], r["acking"]): r for r in rows}
     targets: list[dict[str, Any]] = []
 
-    def add(target: str, config: str, value: float | None, threshold: float, met: bool | None,
+    def add(target: str, config: str, value: float, threshold: float, met: bool,
             detail: str) -> None:
         targets.append({"target": target, "config": config, "value": value,
-                        "threshold": threshold, "met": met, "detail": detail})
+                        "threshold": threshold, "higher_is_better": target != TARGET_LATENCY,
+                        "met": met, "detail": detail})
 
     for (transport, workers, acking), row in by_key.items():
         tp = row["throughput"]["words_per_s"]
@@ -568,6 +581,61 @@ def judge(rows: list[dict[str, Any]], bytewax: dict[str, Any] | None) -> list[di
                 latency["p99_ms"] <= 10.0,
                 f"p99 {latency['p99_ms']:.2f} ms at {latency['offered_words_per_s']:,.0f} words/s")
     return targets
+
+
+def middle(values: Sequence[float], higher_is_better: bool = True) -> float:
+    """The median of the rounds; of an even number, the worse of the two middle
+    values: a verdict then rests on a value some round measured, and never on the
+    favourable side of a tie."""
+    return statistics.median_low(values) if higher_is_better else statistics.median_high(values)
+
+
+def combine_rounds(per_round: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One verdict per (target, configuration) from the `judge` lists of every
+    round: the `middle` of the per-round values against the threshold, with the
+    values and the number of rounds in which the target held."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for targets in per_round:
+        for target in targets:
+            grouped.setdefault((target["target"], target["config"]), []).append(target)
+    combined = []
+    for (name, config), verdicts in grouped.items():
+        values = [v["value"] for v in verdicts]
+        first = verdicts[0]
+        threshold, higher = first["threshold"], first["higher_is_better"]
+        value = middle(values, higher)
+        met = value >= threshold if higher else value <= threshold
+        held = sum(v["met"] for v in verdicts)
+        detail = (first["detail"] if len(verdicts) == 1 else
+                  f"median {value:.2f} of {', '.join(f'{v:.2f}' for v in values)}, "
+                  f"held in {held} of {len(verdicts)} rounds")
+        combined.append({"target": name, "config": config, "value": value, "values": values,
+                         "threshold": threshold, "higher_is_better": higher, "met": met,
+                         "rounds_met": held, "rounds": len(verdicts), "detail": detail})
+    return combined
+
+
+def median_rows(per_round: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per configuration, the throughput run of the round whose words/s is the
+    `middle` and the latency run of the round whose p99 is, so that the numbers of
+    each run shown were measured together; plus every round's words/s and p99 to
+    show the spread."""
+    grouped: dict[tuple[str, int, bool], list[dict[str, Any]]] = {}
+    for rows in per_round:
+        for row in rows:
+            grouped.setdefault((row["transport"], row["workers"], row["acking"]), []).append(row)
+    summary = []
+    for rows in grouped.values():
+        rates = [r["throughput"]["words_per_s"] for r in rows]
+        row = {**rows[rates.index(middle(rates))], "words_per_s_rounds": rates}
+        latencies = [r["latency"] for r in rows if r.get("latency") is not None]
+        measured = [lat for lat in latencies if lat["p99_ms"] is not None]
+        if measured:
+            p99s = [lat["p99_ms"] for lat in measured]
+            row["latency"] = measured[p99s.index(middle(p99s, higher_is_better=False))]
+            row["p99_ms_rounds"] = [lat["p99_ms"] for lat in latencies]
+        summary.append(row)
+    return summary
 
 
 # --- output ------------------------------------------------------------------------------------
@@ -637,13 +705,22 @@ def _per_worker(processes: list[dict[str, Any]], key: str, fmt: str) -> str:
 def _ratio(targets: list[dict[str, Any]], target: str, config: str) -> str:
     for t in targets:
         if t["target"] == target and t["config"] == config:
-            return f"{t['value']:.2f} ({'met' if t['met'] else 'MISSED'} ≥{t['threshold']:g})"
+            held = f", {t['rounds_met']}/{t['rounds']}" if t.get("rounds", 1) > 1 else ""
+            return f"{t['value']:.2f} ({'met' if t['met'] else 'MISSED'} ≥{t['threshold']:g}{held})"
     return "-"
+
+
+def _spread(values: Sequence[float | None], fmt: Any) -> str:
+    """' (low–high)' over the rounds, or nothing for one round."""
+    known = [v for v in values if v is not None]
+    if len(values) < 2 or not known:
+        return ""
+    return f" ({fmt(min(known))}–{fmt(max(known))})"
 
 
 def results_table(rows: list[dict[str, Any]], bytewax: dict[str, Any] | None,
                   targets: list[dict[str, Any]]) -> str:
-    header = ["transport", "workers", "acking", "words/s", "vs Bytewax", "2w/1w", "on/off",
+    header = ["transport", "workers", "acking", "words/s (range)", "vs Bytewax", "2w/1w", "on/off",
               "latency at words/s", "p50/p99/p99.9 ms", "CPU % per worker", "peak RSS MB per worker"]
     lines = [header, ["---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]]
     for row in rows:
@@ -653,9 +730,11 @@ def results_table(rows: list[dict[str, Any]], bytewax: dict[str, Any] | None,
         latency_cells = ["-", "-"]
         if lat is not None:
             latency_cells = [_count(lat["offered_words_per_s"]),
-                             f"{_ms(lat['p50_ms'])} / {_ms(lat['p99_ms'])} / {_ms(lat['p999_ms'])}"]
+                             f"{_ms(lat['p50_ms'])} / {_ms(lat['p99_ms'])} / {_ms(lat['p999_ms'])}"
+                             + _spread(row.get("p99_ms_rounds", []), _ms)]
         lines.append([
-            transport, str(workers), on_off, _count(tp["words_per_s"]),
+            transport, str(workers), on_off,
+            _count(tp["words_per_s"]) + _spread(row.get("words_per_s_rounds", []), _count),
             _ratio(targets, TARGET_BYTEWAX, f"{transport} 1w acking off") if workers == 1 and not acking else "",
             _ratio(targets, TARGET_SCALING, f"{transport} acking {on_off}") if workers == 2 else "",
             _ratio(targets, TARGET_ACKING, f"{transport} {workers}w") if acking else "",
@@ -664,12 +743,17 @@ def results_table(rows: list[dict[str, Any]], bytewax: dict[str, Any] | None,
             _per_worker(tp["processes"], "peak_rss_mb", ".0f"),
         ])
     if bytewax is not None:
-        lines.append([f"Bytewax {bytewax['bytewax']}", "1", "-", _count(bytewax["words_per_s"]), "1.00",
+        lines.append([f"Bytewax {bytewax['bytewax']}", "1", "-",
+                      _count(bytewax["words_per_s"]) + _spread(bytewax.get("words_per_s_rounds", []), _count),
+                      "1.00",
                       "", "", "-", "-", f"{bytewax['cpu_percent']:.0f}", f"{bytewax['peak_rss_mb']:.0f}"])
     return _markdown(lines) + (
-        "\nwords/s: the count bolt's executed tuples per second in steady state; ratios with"
-        "\ntheir targets; latency: complete latency (acking on) at half the configuration's"
-        "\nwords/s; CPU (100 = one core) and peak RSS of each worker process (worker 0 first)")
+        "\nwords/s: the count bolt's executed tuples per second in steady state, the round with"
+        "\nthe median and the range over the rounds; ratios: the median of the per-round ratios,"
+        "\nwith their targets and the rounds in which they held; latency: complete latency (acking"
+        "\non) at half the configuration's words/s in its round, the run with the median p99 and"
+        "\nthe p99 range; CPU (100 = one core) and peak RSS of each worker process (worker 0"
+        "\nfirst) in the median throughput run")
 
 
 def slow_table(runs: list[dict[str, Any]]) -> str:
@@ -703,8 +787,13 @@ DISTURBED_CPU_PERCENT = 25.0
 def disturbances(report: dict[str, Any]) -> list[str]:
     """What may have skewed the numbers: other load on the machine, code changed."""
     notes = []
-    measured = [(f"{r['transport']} {r['workers']}w acking {'on' if r['acking'] else 'off'} {kind}", r[kind])
-                for r in report.get("rows", []) for kind in ("throughput", "latency") if kind in r]
+    rounds = report.get("rounds") or [{"rows": report.get("rows", [])}]
+    measured = []
+    for index, one in enumerate(rounds):
+        prefix = f"round {index + 1}: " if len(rounds) > 1 else ""
+        for r in one["rows"]:
+            config = f"{r['transport']} {r['workers']}w acking {'on' if r['acking'] else 'off'}"
+            measured += [(f"{prefix}{config} {kind}", r[kind]) for kind in ("throughput", "latency") if kind in r]
     measured += [(f"slow bolt {r['transport']} {r['workers']}w", r) for r in report.get("slow_bolt", [])]
     for label, run in measured:
         other = run.get("other_cpu_percent")
@@ -732,6 +821,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--transports", help=f"comma-separated subset of {','.join(TRANSPORTS)}")
     parser.add_argument("--workers", help="comma-separated worker counts (default 1,2)")
     parser.add_argument("--acking", help="comma-separated subset of off,on (default both)")
+    parser.add_argument("--rounds", type=int,
+                        help=f"times every configuration is measured, interleaved (default "
+                             f"{DEFAULT_ROUNDS}, {QUICK_ROUNDS} with --quick); verdicts are medians")
     parser.add_argument("--seconds", type=float,
                         help=f"length of each run (default {DEFAULT_SECONDS:g}, {QUICK_SECONDS:g} with --quick)")
     parser.add_argument("--bytewax-sentences", type=int,
@@ -775,6 +867,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--workers must be at least 1")
     if args.seconds is None:
         args.seconds = QUICK_SECONDS if args.quick else DEFAULT_SECONDS
+    if args.rounds is None:
+        args.rounds = QUICK_ROUNDS if args.quick else DEFAULT_ROUNDS
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     if args.seconds < 2 * MIN_WINDOW or args.slow_seconds < 2 * MIN_WINDOW:
         parser.error(f"--seconds and --slow-seconds must be at least {2 * MIN_WINDOW:g}")
     if args.bytewax_sentences is None:
@@ -786,12 +882,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
-    code = code_version()
+def run_round(args: argparse.Namespace, label: str) -> dict[str, Any]:
+    """Every configuration once (and Bytewax): one round's rows and verdicts."""
     bytewax = None
     if not args.no_bytewax:
         bytewax = run_bytewax(args.bytewax_sentences)
-        progress(f"Bytewax {bytewax['bytewax']}: {bytewax['words_per_s']:,.0f} words/s "
+        progress(f"{label}Bytewax {bytewax['bytewax']}: {bytewax['words_per_s']:,.0f} words/s "
                  f"({bytewax['words']:,} words, {bytewax['wall_seconds']:.1f} s)")
     rows: list[dict[str, Any]] = []
     for transport in args.transports:
@@ -801,15 +897,31 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
                 row: dict[str, Any] = {"transport": transport, "workers": workers, "acking": acking}
                 row["throughput"] = tp = measure_throughput(config, args.seconds)
                 cpu = _per_worker(tp["processes"], "cpu_percent", ".0f")
-                progress(f"{config.label:>22}: {tp['words_per_s']:>10,.0f} words/s, CPU {cpu} %")
+                progress(f"{label}{config.label:>22}: {tp['words_per_s']:>10,.0f} words/s, CPU {cpu} %")
                 if acking:
                     rate = LATENCY_LOAD * tp["words_per_s"]
                     row["latency"] = lat = measure_latency(config, rate, args.seconds)
-                    progress(f"{config.label:>22}: latency at {rate:,.0f} words/s: p50 {_ms(lat['p50_ms'])} ms, "
-                             f"p99 {_ms(lat['p99_ms'])} ms, p99.9 {_ms(lat['p999_ms'])} ms "
+                    progress(f"{label}{config.label:>22}: latency at {rate:,.0f} words/s: "
+                             f"p50 {_ms(lat['p50_ms'])} ms, p99 {_ms(lat['p99_ms'])} ms, "
+                             f"p99.9 {_ms(lat['p999_ms'])} ms "
                              f"({lat['samples']:,} samples, {lat['words_per_s']:,.0f} words/s)")
                 rows.append(row)
-    targets = judge(rows, bytewax)
+    return {"bytewax": bytewax, "rows": rows, "targets": judge(rows, bytewax)}
+
+
+def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
+    code = code_version()
+    rounds = []
+    for index in range(args.rounds):
+        label = f"[round {index + 1}/{args.rounds}] " if args.rounds > 1 else ""
+        rounds.append(run_round(args, label))
+    bytewax = None
+    if not args.no_bytewax:
+        runs = [r["bytewax"] for r in rounds]
+        rates = [run["words_per_s"] for run in runs]
+        # the baseline's favourable side is its faster one (the comparison's worse)
+        bytewax = {**runs[rates.index(middle(rates, higher_is_better=False))], "words_per_s_rounds": rates}
+    targets = combine_rounds([r["targets"] for r in rounds])
     return {
         "machine": machine_info(),
         "code": code,
@@ -817,13 +929,15 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
         "command": " ".join(["python", "scripts/bench_topology.py", *sys.argv[1:]]),
         "settings": {"transports": args.transports, "workers": args.workers,
                      "acking": ["on" if a else "off" for a in args.acking], "seconds": args.seconds,
+                     "rounds": args.rounds,
                      "warmup_seconds": warmup_seconds(args.seconds), "latency_load": LATENCY_LOAD,
                      "bytewax_sentences": None if args.no_bytewax else args.bytewax_sentences,
                      "bytewax_batch_size": BYTEWAX_BATCH},
         "bytewax": bytewax,
-        "rows": rows,
+        "rows": median_rows([r["rows"] for r in rounds]),
         "targets": targets,
         "targets_met": all(t["met"] for t in targets),
+        "rounds": rounds,
     }
 
 

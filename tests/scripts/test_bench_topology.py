@@ -78,6 +78,49 @@ def test_targets(bench: ModuleType) -> None:
     }
 
 
+def _verdict(target: str, config: str, value: float, higher_is_better: bool = True) -> dict:
+    threshold = 0.5 if higher_is_better else 10.0
+    met = value >= threshold if higher_is_better else value <= threshold
+    return {"target": target, "config": config, "value": value, "threshold": threshold,
+            "higher_is_better": higher_is_better, "met": met, "detail": f"{value}"}
+
+
+def test_rounds_are_judged_by_their_median_and_a_tie_by_its_worse_side(bench: ModuleType) -> None:
+    assert bench.middle([0.4, 0.6, 0.5]) == 0.5
+    assert bench.middle([0.4, 0.6]) == 0.4  # of an even count, the worse middle value
+    assert bench.middle([4.0, 12.0], higher_is_better=False) == 12.0
+
+    acking, latency = bench.TARGET_ACKING, bench.TARGET_LATENCY
+    per_round = [
+        [_verdict(acking, "zmq 1w", 0.45), _verdict(latency, "zmq 2w acking on", 9.0, False)],
+        [_verdict(acking, "zmq 1w", 0.55), _verdict(latency, "zmq 2w acking on", 12.0, False)],
+        [_verdict(acking, "zmq 1w", 0.52), _verdict(latency, "zmq 2w acking on", 8.0, False)],
+    ]
+    combined = {t["target"]: t for t in bench.combine_rounds(per_round)}
+    assert combined[acking]["value"] == 0.52 and combined[acking]["met"] is True
+    assert combined[acking]["values"] == [0.45, 0.55, 0.52]
+    assert (combined[acking]["rounds_met"], combined[acking]["rounds"]) == (2, 3)
+    assert combined[latency]["value"] == 9.0 and combined[latency]["met"] is True
+    assert combined[latency]["rounds_met"] == 2
+    # two rounds that disagree: the verdict takes the worse one
+    (tie,) = bench.combine_rounds([[_verdict(latency, "c", 9.0, False)], [_verdict(latency, "c", 11.0, False)]])
+    assert (tie["value"], tie["met"], tie["rounds_met"]) == (11.0, False, 1)
+
+
+def test_the_table_shows_the_median_round_of_each_configuration(bench: ModuleType) -> None:
+    def row(words: float, p99: float, cpu: float) -> dict:
+        return {"transport": "tcp", "workers": 1, "acking": True,
+                "throughput": {"words_per_s": words, "processes": [{"cpu_percent": cpu}]},
+                "latency": {"p99_ms": p99}}
+
+    (summary,) = bench.median_rows([[row(300, 2.0, 90)], [row(100, 5.0, 80)], [row(200, 3.0, 70)]])
+    # words/s and CPU from the same run (the median words/s), p99 from the median p99's run
+    assert summary["throughput"] == {"words_per_s": 200, "processes": [{"cpu_percent": 70}]}
+    assert summary["latency"] == {"p99_ms": 3.0}
+    assert summary["words_per_s_rounds"] == [300, 100, 200]
+    assert summary["p99_ms_rounds"] == [2.0, 5.0, 3.0]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_tiny_run_writes_a_complete_report(tmp_path: Path) -> None:
@@ -93,6 +136,7 @@ def test_tiny_run_writes_a_complete_report(tmp_path: Path) -> None:
     report = json.loads(report_file.read_text())
     assert report["machine"]["nproc"] >= 1
     assert report["settings"]["transports"] == ["zmq"]
+    assert report["settings"]["rounds"] == 1 and len(report["rounds"]) == 1  # --quick: one round
     assert report["bytewax"]["words"] == 20000 * 17 and report["bytewax"]["words_per_s"] > 0
     rows = {(r["transport"], r["workers"], r["acking"]): r for r in report["rows"]}
     assert set(rows) == {("zmq", 1, False), ("zmq", 1, True)}
@@ -142,6 +186,7 @@ def test_tiny_slow_bolt_run_reports_rss_over_time(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "named"), [
     (["--transports", "zmq,carrier-pigeon"], "carrier-pigeon"),  # an unknown transport
     (["-o", "topology.executor.receive.buffer.size"], "expected key=value"),  # a bad override
+    (["--rounds", "0"], "--rounds must be at least 1"),
 ])
 def test_a_bad_argument_is_a_usage_error_that_names_it(args: list[str], named: str) -> None:
     result = subprocess.run(
