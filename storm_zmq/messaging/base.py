@@ -74,6 +74,12 @@ class Context(abc.ABC):
     #: on (e.g. ``storm.messaging.zmq.curve``), else None. `load_context` names it
     #: when no secrets were given, rather than letting bind/connect fail later.
     auth_setting: str | None = None
+    #: After `prepare`: the largest payload one TaskMessage may carry (a frame's
+    #: limit less its framing), and the config key that sets it; None when the
+    #: transport has no limit. The runtime refuses a larger tuple when it is
+    #: emitted, naming the component and the key, rather than when it is sent.
+    max_message_size: int | None = None
+    max_message_setting: str | None = None
 
     def prepare(self, conf: dict[str, Any]) -> None:  # noqa: B027 - optional hook
         """Read this transport's settings from the merged Storm config."""

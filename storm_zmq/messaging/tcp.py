@@ -52,6 +52,7 @@ from storm_zmq.messaging.wire import (
     FrameParts,
     check_messages,
     decode_frame,
+    max_payload_size,
 )
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,8 @@ class Context(_Context):
             return conf.get(PREFIX + key, DEFAULTS[PREFIX + key])
 
         self.link = LinkSettings.from_conf(conf, PREFIX)
+        self.max_message_size = max_payload_size(self.link.max_frame_size)
+        self.max_message_setting = PREFIX + "max.frame.size"
         self.buffer_size = get("buffer_size")
         self.connect_timeout = get("connect.timeout.ms") / 1000
         self.authentication = bool(get("authentication"))

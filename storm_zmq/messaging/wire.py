@@ -275,6 +275,11 @@ def _pack_tasks(tasks: Sequence[int]) -> bytes:
     return blob.tobytes()
 
 
+def max_payload_size(max_frame_size: int) -> int:
+    """The largest payload a frame of `max_frame_size` bytes carries (alone)."""
+    return max_frame_size - _FRAME_OVERHEAD - _PER_MESSAGE_OVERHEAD
+
+
 def _plan_split(
     payloads: Sequence[bytes], target_size: int, max_frame_size: int
 ) -> list[tuple[int, int]]:
@@ -285,7 +290,7 @@ def _plan_split(
         if size + _FRAME_OVERHEAD > max_frame_size:
             raise MessageTooLarge(
                 f"message {index} of the batch is {size - _PER_MESSAGE_OVERHEAD} bytes; "
-                f"a frame may carry at most {max_frame_size - _FRAME_OVERHEAD - _PER_MESSAGE_OVERHEAD}"
+                f"a frame may carry at most {max_payload_size(max_frame_size)}"
             )
     cumulative = list(accumulate(sizes))
     plan = []

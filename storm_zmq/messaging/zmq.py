@@ -31,7 +31,7 @@ from storm_zmq.messaging.base import Connection, SendTimeout, TaskMessage, Trans
 from storm_zmq.messaging.base import Context as _Context
 from storm_zmq.messaging.counters import RefusalLog, ServerCounters
 from storm_zmq.messaging.settings import LinkSettings
-from storm_zmq.messaging.wire import BatchEncoder, FrameError, decode_frame
+from storm_zmq.messaging.wire import BatchEncoder, FrameError, decode_frame, max_payload_size
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +143,8 @@ class Context(_Context):
             return conf.get(PREFIX + key, DEFAULTS[PREFIX + key])
 
         self.link = LinkSettings.from_conf(conf, PREFIX)
+        self.max_message_size = max_payload_size(self.link.max_frame_size)
+        self.max_message_setting = PREFIX + "max.frame.size"
         self.hwm = get("hwm")
         self.linger_ms = get("linger.millis")
         self.heartbeat_ivl_ms = get("heartbeat.ivl.ms")

@@ -52,6 +52,7 @@ from storm_zmq.runtime.queues import BatchQueue, QueueClosed
 from storm_zmq.runtime.serialization import (
     MalformedTuple,
     TupleId,
+    TupleTooLarge,
     decode_tuple,
     encode_tuple,
 )
@@ -208,7 +209,7 @@ class TaskCollector:
         """topology.testing.always.try.serialize and topology.debug, off the hot path."""
         executor = self._executor
         if executor.try_serialize:  # what a remote target would need, checked for all
-            encode_tuple(self._task, route.stream, None, values, self._component)
+            executor._encode_remote(self._task, route.stream, None, values)
         if executor.debug:
             log.info(
                 "emit component=%s task=%d stream=%s values=%r -> tasks %s",
@@ -385,7 +386,7 @@ class Executor(threading.Thread):
                 self._buffered += 1
             else:
                 if payload is None:
-                    payload = encode_tuple(source, route.stream, None, values, self.component)
+                    payload = self._encode_remote(source, route.stream, None, values)
                 self._remote(-1 - where, TaskMessage(target, payload))
         if self._buffered >= self._max_buffered:
             self.flush()
@@ -404,7 +405,7 @@ class Executor(threading.Thread):
                              _new(route.values_cls, values))),
             )
         else:
-            payload = encode_tuple(source, route.stream, roots or None, values, self.component)
+            payload = self._encode_remote(source, route.stream, roots or None, values)
             self._remote(-1 - where, TaskMessage(target, payload))
         if self._buffered >= self._max_buffered:
             self.flush()
@@ -434,7 +435,7 @@ class Executor(threading.Thread):
         if where >= 0:
             self._local(where, target, _new(Tuple, (None, self.component, stream, source, values)))
         else:
-            payload = encode_tuple(source, stream, None, values, self.component)
+            payload = self._encode_remote(source, stream, None, values)
             self._remote(-1 - where, TaskMessage(target, payload))
         if self._buffered >= self._max_buffered:
             self.flush()
@@ -442,6 +443,24 @@ class Executor(threading.Thread):
     def _send_to_acker(self, source: int, stream: str, root: int, values: tuple[Any, ...]) -> None:
         acker = self._ackers[acker_index(root, len(self._ackers))]
         self._send_system(source, acker, stream, values)
+
+    def _encode_remote(
+        self, source: int, stream: str, roots: dict[int, int] | None, values: Sequence[Any]
+    ) -> bytes:
+        """A tuple's payload for another worker. One the transport could not carry
+        is refused here, inside the emit that made it, with the component, stream
+        and setting named; found later, by the send thread, it would take the rest
+        of its batch with it."""
+        payload = encode_tuple(source, stream, roots, values, self.component)
+        limit = self.worker.max_payload
+        if limit is not None and len(payload) > limit:
+            raise TupleTooLarge(
+                f"component {self.component!r}, stream {stream!r}: a tuple of {len(payload):,} "
+                f"bytes serialized, more than the transport carries to another worker "
+                f"({limit:,} bytes; raise {self.worker.max_payload_setting or 'its max frame size'}, "
+                "or emit smaller tuples)"
+            )
+        return payload
 
     # _local and _remote only buffer; every delivery path checks the bound once at
     # its end, so a flush never happens while a caller holds a buffer.

@@ -30,6 +30,10 @@ class SerializationError(TypeError):
     """A value in an emitted tuple that msgpack cannot carry."""
 
 
+class TupleTooLarge(ValueError):
+    """An emitted tuple, serialized, larger than the transport carries."""
+
+
 class MalformedTuple(ValueError):
     """A received payload that is not a tuple of this topology."""
 

@@ -21,7 +21,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+import traceback
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from storm_zmq.component import Tuple
@@ -64,6 +65,10 @@ LATENCY_SAMPLES_PER_REPORT = 5000
 _SYSTEM_STREAM_PREFIX = "__"
 
 
+class WorkerThreadFailed(Exception):
+    """One of a worker's own threads raised (a bug, not a user's mistake)."""
+
+
 def _arity_error(values: Sequence[Any], stream: str, component: str, arity: int) -> MalformedTuple:
     return MalformedTuple(
         f"{len(values)} values on stream {stream!r} of {component!r}, which has {arity} fields"
@@ -100,8 +105,13 @@ class WorkerState:
                 )
         self._values_classes: dict[tuple[str, str], Any] = {}
         self._ready = threading.Semaphore(0)
-        self.failures: list[Executor] = []
+        #: Why the worker dies: the first executor or I/O thread that failed.
+        self.failures: list[Exception] = []
         self.failed = threading.Event()
+        #: The largest serialized tuple the transport carries to another worker, and
+        #: the setting that says so (`Context.max_message_size`); None: no limit.
+        self.max_payload: int | None = None
+        self.max_payload_setting: str | None = None
         self.started_at = time.time()
         #: The most recent errors components reported (collector.report_error).
         self.errors: collections.deque[dict[str, Any]] = collections.deque(maxlen=10)
@@ -284,7 +294,16 @@ class WorkerState:
         self._ready.release()
 
     def executor_failed(self, executor: Executor) -> None:
-        self.failures.append(executor)
+        assert executor.failure is not None
+        self.failures.append(executor.failure)
+        self.failed.set()
+
+    def thread_failed(self, name: str, exc: BaseException) -> None:
+        """One of the worker's own threads (receive, send, backpressure) raised:
+        without it the worker would go on looking alive while its tuples stop, so
+        it dies, as for a component's failure, with the traceback."""
+        text = "".join(traceback.format_exception(exc))
+        self.failures.append(WorkerThreadFailed(f"the worker's {name} thread failed:\n{text}"))
         self.failed.set()
 
 
@@ -363,6 +382,8 @@ class Worker:
         definition = topology.definition()
         state = self.state = WorkerState(self.conf, definition, self.assignment, self.index)
         self.context = load_context(_bounded_send_waits(self.conf), self.spec.get("secrets"))
+        state.max_payload = getattr(self.context, "max_message_size", None)
+        state.max_payload_setting = getattr(self.context, "max_message_setting", None)
         self.server = self.context.bind(self.assignment.storm_id, port)
         for index, slot in enumerate(self.assignment.workers):
             if index != self.index:
@@ -372,11 +393,14 @@ class Worker:
             cls = None if ex.component == ACKER else definition.components[ex.component].component_cls
             self.executors.append(executor_class(cls, ex.component)(state, ex))  # type: ignore[arg-type]
         threads = [
-            threading.Thread(target=self._receive_loop, name="receive", daemon=True),
-            threading.Thread(target=self._send_loop, name="send", daemon=True),
+            threading.Thread(target=self._guarded, args=("receive", self._receive_loop),
+                             name="receive", daemon=True),
+            threading.Thread(target=self._guarded, args=("send", self._send_loop),
+                             name="send", daemon=True),
         ]
         if len(self.assignment.workers) > 1:
-            threads.append(threading.Thread(target=self._status_loop, name="backpressure", daemon=True))
+            threads.append(threading.Thread(target=self._guarded, args=("backpressure", self._status_loop),
+                                            name="backpressure", daemon=True))
         for thread in threads:
             thread.start()
         for executor in self.executors:
@@ -502,8 +526,7 @@ class Worker:
         }
 
     def _die(self) -> int:
-        failure = self.state.failures[0].failure
-        text = str(failure)
+        text = str(self.state.failures[0])
         print(f"worker {self.index} (port {self.assignment.workers[self.index].port}): {text}",
               file=sys.stderr, flush=True)
         self.control.report_error(self.index, text)
@@ -535,6 +558,13 @@ class Worker:
         self.control.stopped(self.index, final)
 
     # -- I/O threads ------------------------------------------------------------------
+
+    def _guarded(self, name: str, loop: Callable[[], None]) -> None:
+        try:
+            loop()
+        except BaseException as exc:
+            log.error("the worker's %s thread failed", name, exc_info=exc)
+            self.state.thread_failed(name, exc)
 
     def _receive_loop(self) -> None:
         state = self.state
@@ -718,8 +748,6 @@ def worker_main(spec: dict[str, Any], pipe: Any) -> None:
     try:
         code = Worker(spec, PipeControl(pipe)).run()
     except BaseException as exc:
-        import traceback
-
         text = "".join(traceback.format_exception(exc))
         print(f"worker {spec['worker_index']} failed to start:\n{text}", file=sys.stderr, flush=True)
         PipeControl(pipe).report_error(spec["worker_index"], text)

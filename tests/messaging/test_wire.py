@@ -18,6 +18,7 @@ from storm_zmq.messaging.wire import (
     check_messages,
     decode_frame,
     encode_batch,
+    max_payload_size,
 )
 
 BIG = 1 << 24
@@ -71,6 +72,15 @@ def test_message_above_max_frame_size_is_refused_before_anything_is_encoded() ->
     batch = [TaskMessage(1, b"ok"), TaskMessage(2, b"x" * 2000)]
     with pytest.raises(MessageTooLarge, match="message 1 of the batch is 2000 bytes"):
         encode_batch(batch, 500, 1000)
+
+
+@pytest.mark.parametrize("batch_of", [1, 2])  # a single message has its own fast path
+def test_max_payload_size_is_the_largest_payload_a_frame_carries(batch_of: int) -> None:
+    limit = max_payload_size(1000)
+    fits = [TaskMessage(1, b"x" * limit)] + [TaskMessage(2, b"")] * (batch_of - 1)
+    assert roundtrip(fits, 500) == fits  # the runtime's check (Context.max_message_size)
+    with pytest.raises(MessageTooLarge):
+        encode_batch([TaskMessage(1, b"x" * (limit + 1))] * batch_of, 500, 1000)
 
 
 def test_iterables_and_empty_batches_are_accepted() -> None:

@@ -135,6 +135,23 @@ def test_always_try_serialize_finds_an_unserializable_value_inside_one_worker(tm
     assert "component 'values', stream 'default': value 0 of the tuple is a builtins.set" in result.stderr
 
 
+@pytest.mark.parametrize("transport", ["zmq", "tcp"])
+def test_a_tuple_larger_than_the_transport_carries_is_refused_at_its_emit(
+    tmp_path: Path, transport: str
+) -> None:
+    # Found only by the send thread, it would have ended that thread and stalled the
+    # worker without a word; refused at the emit, it stops the run like any
+    # component error, naming the component, the stream and the setting to raise.
+    key = f"storm.messaging.{transport}"
+    result = run("oversized.py", tmp_path, "--transport", transport,
+                 "-o", f"{key}.max.frame.size=4096", "-o", f"{key}.transfer.batch.size=4096",
+                 workers=2)
+    assert result.returncode == 1
+    assert ("component 'values', stream 'default': a tuple of 5,0" in result.stderr
+            and "more than the transport carries to another worker (4,071 bytes; raise "
+            f"{key}.max.frame.size" in result.stderr), result.stderr[-3000:]
+
+
 def test_a_busy_port_is_a_clear_error_and_nothing_starts(tmp_path: Path) -> None:
     with socket.socket() as holder:
         holder.bind(("0.0.0.0", 0))

@@ -70,3 +70,15 @@ def test_a_remote_tuple_is_checked_by_its_stream_once_and_by_its_arity_always() 
         state.make_tuple(split, "default", None, ["dog"], spout)  # the spout takes no words
     with pytest.raises(MalformedTuple, match="has no stream"):
         state.make_tuple(split, "nope", None, ["dog"], count)
+
+
+def test_a_failed_worker_thread_makes_the_worker_die_with_its_traceback() -> None:
+    state = word_count_worker()
+    try:
+        raise RuntimeError("the socket went away")
+    except RuntimeError as exc:
+        state.thread_failed("send", exc)
+    assert state.failed.is_set()
+    (failure,) = state.failures
+    assert "the worker's send thread failed" in str(failure)
+    assert "RuntimeError: the socket went away" in str(failure) and "Traceback" in str(failure)

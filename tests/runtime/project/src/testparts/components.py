@@ -216,3 +216,15 @@ class AppendSinkBolt(Bolt):
 
     def process(self, tup):
         self.out.write(f"{tup.values[0]}\n")
+
+
+class BigValueSpout(Spout):
+    """Emits one value of `test.value.bytes` characters (default 5000) per call."""
+
+    outputs = ["value"]
+
+    def initialize(self, conf, ctx):
+        self.value = "x" * int(conf.get("test.value.bytes", 5000))
+
+    def next_tuple(self):
+        self.emit([self.value])
