@@ -63,5 +63,6 @@ class ServerCounters:
             "connections_accepted": self.accepted,
             "disconnects": self.disconnects,
         }
-        counts.update({f"refused_{kind}": n for kind, n in self.refused.counts.items()})
+        # copied in one step: the receive thread may add a kind while stats() reads
+        counts.update({f"refused_{kind}": n for kind, n in dict(self.refused.counts).items()})
         return counts

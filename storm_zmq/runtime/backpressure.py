@@ -138,7 +138,11 @@ class Inbound:
 
     @property
     def throttled_tasks(self) -> frozenset[int]:
-        return frozenset(t for e in self._throttled_executors for t in self._tasks[e])
+        """Read by the main thread (stats) while the receive thread changes the set:
+        copied in one step first, since a set that changes size under a running
+        iteration raises."""
+        executors = tuple(self._throttled_executors)
+        return frozenset(t for e in executors for t in self._tasks[e])
 
     def overflowing(self, executor: int) -> bool:
         return executor in self._overflow

@@ -29,6 +29,7 @@ from storm_zmq.component import Tuple
 from storm_zmq.messaging import Connection, load_context
 from storm_zmq.messaging.base import SendTimeout, TaskMessage
 from storm_zmq.messaging.counters import RefusalLog
+from storm_zmq.runtime.acking import ACKER_INIT_STREAM_ID
 from storm_zmq.runtime.assignment import ACKER, Assignment, WorkerSlot
 from storm_zmq.runtime.backpressure import (
     BACKPRESSURE_TASK,
@@ -219,6 +220,10 @@ class WorkerState:
             if not to_acker and (receiver is None or self.definition.components[receiver].kind != "spout"):
                 raise MalformedTuple(f"system stream {stream!r} for {receiver!r}, not an acker or spout")
             check_system_tuple(stream, source, values, from_acker=component == ACKER, to_acker=to_acker)
+            if stream == ACKER_INIT_STREAM_ID and (
+                component == ACKER or self.definition.components[component].kind != "spout"
+            ):  # the acker would send the tree's completion to that task's process()
+                raise MalformedTuple(f"system stream {stream!r} from {component!r}, not a spout")
             return Tuple(tuple_id, component, stream, source, values)
         spec = self.definition.components.get(component)
         stream_def = spec.outputs.get(stream) if spec is not None else None
@@ -574,6 +579,7 @@ class Worker:
         inbound = state.inbound
         throttled: frozenset[int] = frozenset()
         next_repeat = 0.0
+        has_peers = len(self.assignment.workers) > 1
         try:
             while not state.stopping.is_set():
                 messages = server.recv(timeout=0.005 if inbound.holding else 0.1)
@@ -602,7 +608,8 @@ class Worker:
                 now = time.monotonic()
                 if state.throttle.expire(now):
                     state.throttle_changed()
-                if changed or (throttled and now >= next_repeat):
+                if (changed or (throttled and now >= next_repeat)) and has_peers:
+                    # (one worker alone has nobody to tell, and no thread to take it)
                     throttled = inbound.throttled_tasks
                     self._status_out.put(encode_status(self.index, throttled))
                     next_repeat = now + STATUS_REPEAT_SECS

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import threading
+import time
 from typing import Any
 
 import msgpack
@@ -106,3 +109,39 @@ def test_overflow_bound_falls_back_to_waiting() -> None:
 ])
 def test_cyclic_edges(graph: dict[str, set[str]], expected: set[tuple[str, str]]) -> None:
     assert cyclic_edges(graph) == expected
+
+
+def test_throttled_tasks_can_be_read_while_the_receive_thread_changes_them() -> None:
+    # Worker.stats() reads them on the main thread while the receive thread throttles
+    # and lifts: a set changing size under a running iteration raised RuntimeError
+    # there, and took the worker down. Thread switches are forced to be frequent.
+    executors = range(64)
+    queues = {e: BatchQueue(1) for e in executors}
+    inbound = Inbound(queues, {e: (1000 + e,) for e in executors}, overflow_limit=100,
+                      wait_put=lambda queue, batch: None)
+    stop = threading.Event()
+
+    def receive_thread() -> None:
+        while not stop.is_set():
+            for e in executors:
+                inbound.offer(e, ["in"])
+                inbound.offer(e, ["over"])  # the queue is full: throttled
+            for _ in range(2):
+                for queue in queues.values():
+                    queue.get_all(timeout=0)
+                inbound.drain()  # the second round lifts every throttle
+
+    seen = set()
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    churn = threading.Thread(target=receive_thread)
+    churn.start()
+    try:
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            seen.add(len(inbound.throttled_tasks))
+    finally:
+        stop.set()
+        churn.join()
+        sys.setswitchinterval(switch)
+    assert len(seen) > 2  # it did read the set while it changed

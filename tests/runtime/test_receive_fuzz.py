@@ -260,6 +260,7 @@ HOSTILE_SYSTEM_TUPLES = {
         _system(5, ACKER_ACK_STREAM_ID, []),                 # IndexError in the acker
         _system(5, ACKER_ACK_STREAM_ID, ["a", "b"]),         # TypeError: int ^= str
         _system(3, ACKER_INIT_STREAM_ID, [7, 0, 999]),       # completes; reply to task 999: KeyError
+        _system(5, ACKER_INIT_STREAM_ID, [7, 0, 5]),         # a bolt's init: the reply would reach its process()
         _system(5, ACKER_FAIL_STREAM_ID, [[1]]),             # unhashable root
     ],
     "numbers": [
