@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
+import math
 import signal
 import sys
 import time
@@ -19,6 +21,17 @@ from typing import Any
 from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
 from storm_zmq.config import ConfigError, parse_override, validate
 from storm_zmq.metrics.summary import TopologyLayout
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
 
 
 def add_parser(subparsers: Any) -> None:
@@ -36,12 +49,12 @@ def add_parser(subparsers: Any) -> None:
     submit.add_argument("-w", "--workers", type=int, help="workers (default: topology.workers)")
     submit.add_argument("--class", dest="topology_class",
                         help="the Topology class when the file defines several")
-    submit.add_argument("--wait", type=float, default=0.0, metavar="SECS",
+    submit.add_argument("--wait", type=_seconds, default=0.0, metavar="SECS",
                         help="then wait up to SECS for every worker to run, showing n/m "
                              "ready (exit 1 if they do not; default: do not wait)")
     kill = command("kill", "kill a topology: deactivate, wait, remove", kill_topology)
     kill.add_argument("name")
-    kill.add_argument("-w", "--wait", type=float, default=None, metavar="SECS",
+    kill.add_argument("-w", "--wait", type=_seconds, default=None, metavar="SECS",
                       help="seconds between deactivation and removal "
                            "(default: topology.message.timeout.secs)")
     command("list", "list the topologies", list_topologies)
@@ -51,7 +64,7 @@ def add_parser(subparsers: Any) -> None:
         p.set_defaults(status=status)
     rebalance = command("rebalance", "spread a topology over the cluster again", rebalance_topology)
     rebalance.add_argument("name")
-    rebalance.add_argument("-w", "--wait", type=float, default=None, metavar="SECS")
+    rebalance.add_argument("-w", "--wait", type=_seconds, default=None, metavar="SECS")
     rebalance.add_argument("-n", "--num-workers", type=int, default=None)
 
 
@@ -66,12 +79,32 @@ def _state(conf: dict[str, Any]) -> Any:
 
 @contextlib.contextmanager
 def _cluster(args: argparse.Namespace) -> Iterator[Any]:
-    """The cluster state for a one-shot command, closed afterwards."""
+    """The cluster state for a one-shot command, closed afterwards. What the cluster
+    refuses (no credentials for a protected node, a connection lost half-way) is
+    one error line, like an unreachable ZooKeeper."""
+    from storm_zmq.cluster.state import ClusterStateError
+
     state = _state(load_config_from_args(args))
     try:
         yield state
+    except ClusterStateError as exc:
+        raise UsageError(str(exc)) from None
     finally:
         state.stop()
+
+
+def _storable_conf(conf: dict[str, Any]) -> dict[str, Any]:
+    """The topology config as the record keeps it (JSON in ZooKeeper, credentials
+    left out), checked before anything is uploaded: a value JSON cannot hold would
+    otherwise fail the last write and leave the code and secrets behind."""
+    storable = {k: v for k, v in conf.items() if k not in _PRIVATE_KEYS}
+    for key, value in storable.items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"topology config {key!r}: {value!r} cannot be stored in "
+                             f"ZooKeeper, which keeps JSON ({exc})") from None
+    return storable
 
 
 def _daemon(args: argparse.Namespace, factory: Any) -> int:
@@ -145,6 +178,7 @@ def _store_secrets(state: Any, topology_id: str, topology_conf: dict[str, Any]) 
 
 def submit_topology(args: argparse.Namespace) -> int:
     from storm_zmq.cluster.package import PackageError, build_package
+    from storm_zmq.cluster.state import ClusterStateError, check_topology_name
     from storm_zmq.runtime.assignment import acker_executors
     from storm_zmq.topology import load_topology
 
@@ -164,9 +198,14 @@ def submit_topology(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     name = args.name or definition.name
-    workers = args.workers or int(topology_conf["topology.workers"])
+    try:
+        check_topology_name(name)
+    except ValueError as exc:
+        raise UsageError(f"-n/--name: {exc}") from None
+    workers = args.workers if args.workers is not None else int(topology_conf["topology.workers"])
     if workers < 1:
         raise UsageError(f"-w/--workers must be at least 1, got {workers}")
+    storable_conf = _storable_conf(topology_conf)
     state = _state(conf)
     try:
         for topology_id in state.topologies():
@@ -185,7 +224,7 @@ def submit_topology(args: argparse.Namespace) -> int:
         state.set_topology(topology_id, {
             "name": name,
             "status": "active",
-            "conf": {k: v for k, v in topology_conf.items() if k not in _PRIVATE_KEYS},
+            "conf": storable_conf,
             "num_workers": workers,
             "ackers": acker_executors(topology_conf, workers),
             "components": {n: [c.par, c.num_tasks] for n, c in definition.components.items()},
@@ -196,6 +235,8 @@ def submit_topology(args: argparse.Namespace) -> int:
             "launch_time": time.time(),
             "code_sha256": package.sha256,
         })
+    except ClusterStateError as exc:
+        raise UsageError(str(exc)) from None
     finally:
         state.stop()
     print(f"submitted topology {name!r} as {topology_id} ({workers} workers)", flush=True)

@@ -93,6 +93,7 @@ __all__ = [
     "NotAuthorized",
     "VersionConflict",
     "Watch",
+    "check_topology_name",
     "worker_zookeeper_conf",
     "zookeeper_auth",
     "zookeeper_hosts",
@@ -208,6 +209,11 @@ def _segment(value: str, what: str) -> str:
         raise ValueError(f"invalid {what} {value!r} for a ZooKeeper path: must be a "
                          "non-empty string without '/' (and not '.' or '..')")
     return value
+
+
+def check_topology_name(name: str) -> str:
+    """A topology name is a path segment of the cluster's ZooKeeper layout."""
+    return _segment(name, "topology name")
 
 
 def _encode(path: str, value: Any) -> bytes:

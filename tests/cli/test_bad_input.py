@@ -76,6 +76,14 @@ def run_in_process(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple
          "3 workers need 3 ports, but supervisor.slots.ports has 2"),
         (["run", str(WORDCOUNT), "--ui", "--ui-port", "70000"],
          "--ui-port must be between 0 and 65535, got 70000"),
+        # cluster commands: refused before ZooKeeper is asked anything (a rebalance
+        # with -w -1 used to deactivate the topology, then die in time.sleep)
+        (["rebalance", "t", "-w", "-1"], "argument -w/--wait: expected a number of seconds >= 0, got '-1'"),
+        (["kill", "t", "-w", "nan"], "argument -w/--wait: expected a number of seconds >= 0, got 'nan'"),
+        (["submit", str(WORDCOUNT), "--wait", "inf"],
+         "argument --wait: expected a number of seconds >= 0, got 'inf'"),
+        (["submit", str(WORDCOUNT), "-n", "a/b"], "-n/--name: invalid topology name 'a/b'"),
+        (["submit", str(WORDCOUNT), "-w", "0"], "-w/--workers must be at least 1, got 0"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(
@@ -99,6 +107,26 @@ def test_a_negative_or_nan_run_time_is_refused(
     code, out, err = run_in_process(argv, capsys)
     assert code == 2, out
     one_error_line(err, "-t/--time", seconds)
+
+
+def test_submit_refuses_a_config_value_zookeeper_cannot_keep_before_uploading_anything(
+    isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No ZooKeeper runs here: the check must come before the first write.
+    topology = isolated / "setconf.py"
+    topology.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(PROJECT / 'src')!r})\n"
+        "from testparts.components import SetSpout, SinkBolt\n"
+        "from storm_zmq import Topology\n\n"
+        "class SetConf(Topology):\n"
+        "    config = {'my.tags': {1, 2}}\n"
+        "    values = SetSpout.spec()\n"
+        "    sink = SinkBolt.spec(inputs=[values])\n"
+    )
+    code, _, err = run_in_process(["submit", str(topology)], capsys)
+    assert code == 2
+    one_error_line(err, "topology config 'my.tags': {1, 2} cannot be stored in ZooKeeper")
 
 
 # -- storm.yaml and -o ------------------------------------------------------------------------

@@ -174,3 +174,16 @@ def test_a_cluster_with_acls_and_curve_delivers_and_keeps_its_secrets(
                  "heartbeats written with the topology's credentials")
     finally:
         cluster.stop_all()
+
+
+def test_a_command_the_cluster_refuses_is_one_error_line_and_changes_nothing(
+        secured: ClusterState, zk_conf: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    from storm_zmq.cli.main import main
+
+    overrides = [arg for key, value in zk_conf.items() for arg in ("-o", f"{key}={json.dumps(value)}")]
+    code = main(["deactivate", "t", *overrides])  # no storm.zookeeper.auth.*: refused
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert "Traceback" not in err
+    assert err.startswith("storm-zmq: error:") and "storm.zookeeper.auth" in err
+    assert (secured.get_topology(TID) or {})["status"] == "active"
