@@ -57,8 +57,8 @@ def transport_class(dotted_path: str) -> type:
         )
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise TransportError(f"cannot import module {module_name!r}: {exc}") from exc
+    except Exception as exc:  # not found, a relative name, a syntax error in it, ...
+        raise TransportError(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from exc
     cls = getattr(module, attr, None)
     if cls is None:
         raise TransportError(f"module {module_name!r} has no attribute {attr!r}")

@@ -69,7 +69,10 @@ def prepare_run(options: RunOptions) -> tuple[Any, dict[str, Any], int]:
     definition = topology.definition()
     conf = {**options.conf, **definition.config, **options.overrides}
     if options.transport:
-        conf["storm.messaging.transport"] = TRANSPORT_ALIASES.get(options.transport, options.transport)
+        conf["storm.messaging.transport"] = options.transport
+    transport = conf.get("storm.messaging.transport")
+    if isinstance(transport, str):  # a short name, from --transport, -o or storm.yaml
+        conf["storm.messaging.transport"] = TRANSPORT_ALIASES.get(transport, transport)
     if options.debug:
         conf["topology.debug"] = True
     try:

@@ -40,11 +40,19 @@ def test_a_user_transport_class_is_loaded_and_prepared_with_the_conf() -> None:
         ("storm_zmq.messaging.zmq.Nope", "has no attribute 'Nope'"),
         ("storm_zmq.messaging.base.TaskMessage", "is not a transport class"),
         ("storm_zmq.messaging.TRANSPORT_ALIASES", "is not a transport class"),
+        ("..Context", "cannot import module '.': TypeError"),  # a relative name
     ],
 )
 def test_bad_transport_names_say_what_is_wrong(path: str, message: str) -> None:
     with pytest.raises(TransportError, match=message):
         transport_class(path)
+
+
+def test_a_transport_module_that_fails_to_import_is_named_with_its_error(tmp_path, monkeypatch) -> None:
+    (tmp_path / "broken_transport.py").write_text("def oops(:\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(TransportError, match="cannot import module 'broken_transport': SyntaxError"):
+        transport_class("broken_transport.Context")
 
 
 def test_a_bad_transport_in_storm_yaml_is_a_config_error_naming_file_and_key(tmp_path) -> None:

@@ -202,3 +202,22 @@ def test_ctrl_c_stops_gracefully_and_runs_cleanup(tmp_path: Path) -> None:
     assert "interrupted" in stdout
     assert "KeyboardInterrupt" not in stderr
     assert len(outputs(tmp_path, "count")) == 3, "cleanup() ran in every count task"
+
+
+@pytest.mark.parametrize("where", ["--transport", "-o", "storm.yaml"])
+def test_the_local_transport_runs_one_worker_however_it_is_named(where: str) -> None:
+    # Its workers share one in-process context: two processes would each send
+    # into a context with no server, for ever. The short name must count too.
+    from storm_zmq.config import DEFAULTS
+    from storm_zmq.messaging import TRANSPORT_ALIASES
+    from storm_zmq.runtime.local import RunOptions, prepare_run
+
+    options = RunOptions(
+        topology_file=str(PROJECT / "topologies" / "wordcount.py"), workers=2,
+        conf={**DEFAULTS, **({"storm.messaging.transport": "local"} if where == "storm.yaml" else {})},
+        overrides={"storm.messaging.transport": "local"} if where == "-o" else {},
+        transport="local" if where == "--transport" else None,
+    )
+    _, conf, workers = prepare_run(options)
+    assert workers == 1
+    assert conf["storm.messaging.transport"] == TRANSPORT_ALIASES["local"]
