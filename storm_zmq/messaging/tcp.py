@@ -509,7 +509,7 @@ class _Client(Connection):
                 self._attempt += 1
                 continue
             self._context._tune(sock)
-            if self._key is not None and not self._authenticate(sock, deadline):
+            if self._key is not None and not self._authenticate(sock):
                 sock.close()
                 self._connect_failures += 1
                 self._next_attempt_at = time.monotonic() + self._link.backoff(self._attempt)
@@ -526,12 +526,12 @@ class _Client(Connection):
             self._sock = sock
             return sock
 
-    def _authenticate(self, sock: socket.socket, deadline: float | None) -> bool:
-        """Run the client side of the handshake, bounded by `HANDSHAKE_TIMEOUT` (and
-        the send deadline); False (counted and logged) when it fails."""
+    def _authenticate(self, sock: socket.socket) -> bool:
+        """Run the client side of the handshake, bounded by `HANDSHAKE_TIMEOUT`;
+        False (counted and logged) when it fails. Not by the send's deadline: like
+        the connect before it (bounded by `connect.timeout.ms`), an attempt once
+        made runs to its end, or send.timeout.ms 0 could never authenticate."""
         limit = time.monotonic() + HANDSHAKE_TIMEOUT
-        if deadline is not None:
-            limit = min(limit, deadline)
         handshake = ClientHandshake(self._key, self._storm_id)  # type: ignore[arg-type]
         try:
             sock.settimeout(max(0.001, limit - time.monotonic()))

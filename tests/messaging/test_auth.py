@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import zmq
 
-from storm_zmq.messaging import Context, TaskMessage, TransportError, load_context
+from storm_zmq.messaging import Context, SendTimeout, TaskMessage, TransportError, load_context
 from storm_zmq.messaging import tcp as tcp_transport
 from storm_zmq.messaging.auth import (
     ACCEPT,
@@ -240,6 +240,26 @@ def test_authenticated_peers_exchange_messages(
     assert got == sent
     stats = server.stats()
     assert stats["messages_received"] == 200 and "refused_auth" not in stats
+    assert client.stats()["handshake_failures"] == 0
+
+
+def test_tcp_authenticates_with_a_send_timeout_of_zero(contexts: Callable[..., Context]) -> None:
+    # The handshake used to be cut to the send's deadline, already passed with
+    # send.timeout.ms 0: every connect counted as a failed handshake, for ever.
+    secrets = TopologySecrets.generate()
+    port = free_port()
+    server = contexts("tcp", secrets).bind(STORM_ID, port)
+    client = contexts("tcp", secrets, **{"send.timeout.ms": 0}).connect(STORM_ID, "127.0.0.1", port)
+    sent = [TaskMessage(1, b"hello")]
+    got: list[TaskMessage] = []
+    deadline = time.monotonic() + 10
+    while not got and time.monotonic() < deadline:
+        try:
+            client.send(sent)
+        except SendTimeout:  # 0 means "do not wait": try again
+            continue
+        got += server.recv(timeout=1)
+    assert got == sent
     assert client.stats()["handshake_failures"] == 0
 
 
