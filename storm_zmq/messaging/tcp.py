@@ -58,6 +58,8 @@ from storm_zmq.messaging.wire import (
 log = logging.getLogger(__name__)
 
 PREFIX = "storm.messaging.tcp."
+#: How long a failed accept (out of descriptors, say) holds the accepting thread.
+ACCEPT_RETRY_PAUSE = 0.05
 #: A connection idle this long is checked for a peer that went away before the
 #: next write, so a restarted server does not swallow the first frame.
 IDLE_CHECK_SECONDS = 0.05
@@ -296,6 +298,10 @@ class _Server(Connection):
             return None
         except OSError as exc:  # e.g. EMFILE: keep serving the peers we have
             self.refused.record("accept", f"connection not accepted: {exc.strerror}")
+            # The connection stays in the backlog and the listener readable: without
+            # a pause the caller's loop would spin on it at full CPU until a
+            # descriptor frees up.
+            time.sleep(ACCEPT_RETRY_PAUSE)
             return None
         sock.setblocking(False)
         self._context._tune(sock)

@@ -9,6 +9,7 @@ that read one frame's worth every few milliseconds, so the test controls the pac
 
 from __future__ import annotations
 
+import errno
 import socket
 import threading
 import time
@@ -107,3 +108,38 @@ def test_tcp_send_of_many_frames_to_a_slow_peer_is_bounded_by_the_timeout(
         stop.set()
         context.term()
         listener.close()
+
+
+class _ListenerOutOfDescriptors:
+    """A listener whose accept fails as it does when the process has no descriptor
+    left (the pending connection stays in the backlog, the listener readable)."""
+
+    def __init__(self, listener: socket.socket) -> None:
+        self._listener = listener
+
+    def fileno(self) -> int:
+        return self._listener.fileno()
+
+    def accept(self) -> tuple[socket.socket, object]:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def test_a_tcp_server_out_of_descriptors_does_not_spin_and_says_why() -> None:
+    context = load_context(transport_conf("tcp"))
+    port = free_port()
+    server = context.bind("t", port)
+    server._listener = _ListenerOutOfDescriptors(server._listener)  # type: ignore[attr-defined]
+    peer = socket.create_connection(("127.0.0.1", port))
+    try:
+        cpu = time.process_time()
+        assert server.recv(timeout=1.0) == []
+        cpu = time.process_time() - cpu
+        assert cpu < 0.5, f"{cpu:.2f} s of CPU in a 1 s recv: spinning on the listener"
+        assert server.stats()["refused_accept"] >= 1
+    finally:
+        peer.close()
+        server.close()
+        context.term()
