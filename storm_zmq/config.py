@@ -474,6 +474,9 @@ def validate(conf: Mapping[str, Any], origins: Mapping[str, str] | None = None) 
         return ConfigError(_where(key, origins) + message)
 
     for key in conf:
+        if not isinstance(key, str):
+            raise ConfigError(f"config key {key!r} ({origins.get(key, DEFAULT_ORIGIN)}) is not a "
+                              "string: keys are dotted names such as topology.workers")
         if key not in SCHEMA:
             suggestion = closest_key(key)
             if suggestion is not None:

@@ -10,6 +10,7 @@ its executors, which run their components' `cleanup()`.
 from __future__ import annotations
 
 import multiprocessing
+import pickle
 import signal
 import socket
 import sys
@@ -79,12 +80,28 @@ def prepare_run(options: RunOptions) -> tuple[Any, dict[str, Any], int]:
         validate(conf, {key: "topology config" for key in definition.config})
     except ConfigError as exc:
         raise RunError(str(exc)) from None
+    _check_picklable(conf)
     workers = options.workers or int(conf["topology.workers"])
     if conf["storm.messaging.transport"] == TRANSPORT_ALIASES["local"] and workers > 1:
         workers = 1  # the local transport runs in one process (run_local says so)
     if workers < 1:
         raise RunError(f"need at least one worker, got {workers}")
     return definition, conf, workers
+
+
+def _check_picklable(conf: dict[str, Any]) -> None:
+    """Every worker process receives the config pickled: a value that cannot be
+    (a lambda, an open file) is named here rather than by a traceback at spawn."""
+    try:
+        pickle.dumps(conf)
+    except Exception:
+        for key, value in conf.items():
+            try:
+                pickle.dumps(value)
+            except Exception as exc:
+                raise RunError(f"config {key!r}: {value!r} cannot be passed to the worker "
+                               f"processes ({type(exc).__name__}: {exc})") from None
+        raise
 
 
 def check_ports(ports: list[int]) -> None:

@@ -204,20 +204,29 @@ def test_a_broken_topology_file_names_file_and_line(
     one_error_line(err, *needles)
 
 
+@pytest.mark.parametrize(
+    ("config", "needles"),
+    [
+        ("{'topology.max.spout.pending': 'lots'}", ["topology config", "topology.max.spout.pending"]),
+        ("{1: 2}", ["config key 1 (topology config) is not a string"]),
+        # every worker process gets the config pickled
+        ("{'my.hook': lambda: 1}", ["config 'my.hook': <function", "cannot be passed to the worker processes"]),
+    ],
+)
 def test_a_topology_with_a_bad_config_value_names_the_key(
-    isolated: Path, capsys: pytest.CaptureFixture[str]
+    isolated: Path, config: str, needles: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = isolated / "topologies" / "badconf.py"
     path.parent.mkdir()
     path.write_text(
         "from storm_zmq import Spout, Topology\n\n"
         "class S(Spout):\n    outputs = ['x']\n\n    def next_tuple(self):\n        pass\n\n"
-        "class BadConf(Topology):\n    config = {'topology.max.spout.pending': 'lots'}\n"
+        f"class BadConf(Topology):\n    config = {config}\n"
         "    s = S.spec()\n"
     )
     code, _out, err = run_in_process(["run", str(path)], capsys)
     assert code == 2
-    one_error_line(err, "topology config", "topology.max.spout.pending")
+    one_error_line(err, *needles)
 
 
 # -- real processes: busy ports and a component that fails while others started ---------------
