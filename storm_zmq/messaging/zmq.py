@@ -352,6 +352,9 @@ class _Client(_ZmqConnection):
         # Connections (ZMTP handshakes) established and refused, for `reconnects`
         # and `auth_failures`: libzmq reconnects on its own, only the monitor sees it.
         self._monitor = sock.get_monitor_socket(_CLIENT_MONITORED)
+        # read by whoever asks for stats() (a worker's main thread) while the
+        # sending thread may close the connection (a peer moved): one at a time
+        self._monitor_lock = threading.Lock()
         self._handshakes = self._auth_failures = 0
         self._refused = RefusalLog(log, f"zmq client to {peer}")
         self._link = context.link
@@ -392,7 +395,11 @@ class _Client(_ZmqConnection):
                 self._sock.setsockopt(zmq.SNDTIMEO, int(link.send_timeout * 1000))  # type: ignore[operator]
 
     def _read_monitor(self) -> None:
-        for event in _monitor_events(self._monitor):
+        with self._monitor_lock:
+            if self._monitor.closed:
+                return
+            events = list(_monitor_events(self._monitor))
+        for event in events:
             if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self._handshakes += 1
             elif event["event"] & _HANDSHAKE_FAILURES:
@@ -401,8 +408,7 @@ class _Client(_ZmqConnection):
                                      f"({_reason(event)}); is curve on at both ends?")
 
     def stats(self) -> dict[str, int]:
-        if not self._closed:
-            self._read_monitor()
+        self._read_monitor()
         return {
             "frames_sent": self._frames,
             "messages_sent": self._messages,
@@ -413,9 +419,10 @@ class _Client(_ZmqConnection):
         }
 
     def close(self) -> None:
-        if not self._closed:
-            self._sock.disable_monitor()
-            self._monitor.close(linger=0)
+        with self._monitor_lock:
+            if not self._closed:
+                self._sock.disable_monitor()
+                self._monitor.close(linger=0)
         super().close()
 
 

@@ -19,7 +19,7 @@ import msgpack
 import pytest
 import zmq
 
-from storm_zmq.messaging import Connection, SendTimeout, TaskMessage
+from storm_zmq.messaging import Connection, SendTimeout, TaskMessage, load_context
 from tests.messaging.conftest import (
     NETWORK_TRANSPORTS,
     free_port,
@@ -441,3 +441,35 @@ def test_bind_on_busy_port_is_a_clear_error(make_context: Any) -> None:
     context.bind(STORM_ID, port)
     with pytest.raises(TransportError, match=f"port {port}"):
         context.bind(STORM_ID, port)
+
+
+@pytest.mark.parametrize("transport", ["zmq", "tcp"])
+def test_stats_may_be_read_while_another_thread_closes_the_client(transport: str) -> None:
+    # A worker's main thread reads its clients' stats while the send thread closes
+    # one whose peer moved; a zmq client's monitor socket was read unlocked.
+    context = load_context(transport_conf(transport))
+    port = free_port()
+    server = context.bind("t", port)
+    errors: list[BaseException] = []
+    try:
+        for _ in range(30):
+            client = context.connect("t", "127.0.0.1", port)
+            closed = threading.Event()
+
+            def read_stats(client: Any = client, closed: threading.Event = closed) -> None:
+                try:
+                    while not closed.is_set():
+                        client.stats()
+                    client.stats()  # and once after
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    errors.append(exc)
+
+            reader = threading.Thread(target=read_stats)
+            reader.start()
+            client.close()
+            closed.set()
+            reader.join(10)
+    finally:
+        server.close()
+        context.term()
+    assert errors == []
