@@ -278,6 +278,10 @@ def rebalance_topology(args: argparse.Namespace) -> int:
         print(f"deactivated {args.name!r}; rebalancing in {wait:g} s", file=sys.stderr)
         time.sleep(wait)  # Storm's rebalance: let in-flight tuples finish first
         workers = args.num_workers or record["num_workers"]
+        record = state.get_topology(topology_id)  # as it is now: killed meanwhile?
+        if record is None or record["status"] == "killed":
+            raise UsageError(f"{args.name!r} was killed during the rebalance's wait: "
+                             "not rebalanced")
         state.set_topology(topology_id, {**record, "status": "active", "num_workers": workers,
                                          "rebalance": True})
     print(f"rebalancing {args.name!r} over {workers} workers")

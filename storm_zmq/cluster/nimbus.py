@@ -9,9 +9,11 @@ every `nimbus.monitor.freq.secs`:
   older than `nimbus.task.timeout.secs` (after `nimbus.task.launch.secs` of grace),
   moves to a free slot; every other worker stays where it is;
 - reassigns from scratch a topology being rebalanced;
-- removes a killed topology once its kill wait has passed.
-A leader that loses its ZooKeeper session stops acting as leader at once and
-contends again; a standby takes over when the leader dies.
+- removes a killed topology once its kill wait has passed, and heartbeats or errors
+  a worker wrote for a topology that is gone.
+A leader whose ZooKeeper session is suspended or lost, even for a moment it only
+notices afterwards, stops acting as leader and contends again; a standby takes over
+when the leader dies.
 """
 
 from __future__ import annotations
@@ -48,6 +50,11 @@ class Nimbus:
         self.stopping = threading.Event()
         self._leading = threading.Event()
         self._session_ok = threading.Event()
+        #: Set by any suspension of the session and cleared only when leading
+        #: starts: a session lost and re-established between two checks of a
+        #: leader (one ZooKeeper call can take minutes) means another nimbus may
+        #: have led meanwhile, though `_session_ok` says all is well again.
+        self._session_interrupted = threading.Event()
 
     def run(self) -> int:
         self.state.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000)
@@ -73,14 +80,16 @@ class Nimbus:
             self._session_ok.set()
         else:  # SUSPENDED or LOST: another nimbus may lead now
             self._session_ok.clear()
+            self._session_interrupted.set()
 
     def _lead(self) -> None:
         log.info("nimbus %s is the leader", self.id)
+        self._session_interrupted.clear()
         self._leading.set()
         interval = float(self.conf["nimbus.monitor.freq.secs"])
         try:
             while not self.stopping.is_set():
-                if not self._session_ok.is_set():
+                if self._session_interrupted.is_set() or not self._session_ok.is_set():
                     log.warning("ZooKeeper session suspended: no longer acting as leader")
                     return
                 try:
@@ -103,7 +112,9 @@ class Nimbus:
                      for sid in alive_supervisors for p in supervisors[sid]["ports"]]
         stored = {tid: self.state.get_assignment(tid) for tid in self.state.assignments()}
         used = {Slot(*s) for a in stored.values() if a for s in a["slots"]}
-        for topology_id in self.state.topologies():
+        topologies = self.state.topologies()
+        self._remove_orphans(set(topologies))
+        for topology_id in topologies:
             record = self.state.get_topology(topology_id)
             if record is None:
                 continue
@@ -147,6 +158,8 @@ class Nimbus:
             if slot.supervisor not in alive_supervisors:
                 continue
             beat = beats.get(f"{slot.host}-{slot.port}")
+            if beat is not None and beat.get("time", 0) < launched[index]:
+                beat = None  # a worker's that ran in this slot before this one launched
             in_grace = now - launched[index] < self.conf["nimbus.task.launch.secs"]
             fresh = beat is not None and now - beat.get("time", 0) <= self.conf["nimbus.task.timeout.secs"]
             if fresh or (in_grace and beat is None):
@@ -165,6 +178,14 @@ class Nimbus:
         assignment = dataclasses.replace(
             assignment, workers=tuple(WorkerSlot(s.host, s.port) for s in repaired))
         self.state.set_assignment(topology_id, stored_assignment(assignment, repaired, launched))
+
+    def _remove_orphans(self, topologies: set[str]) -> None:
+        """Heartbeats and errors of topologies that are gone: a worker still running
+        as its topology is removed may write once more, after `_remove`."""
+        for topology_id in set(self.state.worker_beat_topologies()) - topologies:
+            self.state.remove_worker_beats(topology_id)
+        for topology_id in set(self.state.error_topologies()) - topologies:
+            self.state.remove_errors(topology_id)
 
     def _remove(self, topology_id: str) -> None:
         log.info("removing killed topology %s", topology_id)

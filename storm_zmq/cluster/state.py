@@ -924,6 +924,10 @@ class ClusterState:
         path = self._path("workerbeats", _segment(topology_id, "topology id"), node)
         self._call(self._upsert, path, _encode(path, dict(data)))
 
+    def worker_beat_topologies(self) -> list[str]:
+        """Ids of the topologies with worker heartbeats, sorted."""
+        return self._children(self._path("workerbeats"))
+
     def worker_beats(self, topology_id: str) -> dict[str, dict[str, Any]]:
         """"<host>-<port>" -> last heartbeat of each worker of the topology."""
         return self._read_all(self._path("workerbeats", _segment(topology_id, "topology id")))
@@ -950,6 +954,10 @@ class ClusterState:
                 self._call(self._zdelete, f"{directory}/{old}")
             except NoNodeError:  # pruned concurrently by another reporter
                 pass
+
+    def error_topologies(self) -> list[str]:
+        """Ids of the topologies with recorded errors, sorted."""
+        return self._children(self._path("errors"))
 
     def errors(self, topology_id: str) -> dict[str, list[dict[str, Any]]]:
         """component -> its kept errors, newest first (as Storm shows them)."""

@@ -13,7 +13,8 @@ Files under `storm.local.dir`: `supervisor/id` (a stable id across restarts),
 heartbeat, pid), `logs/<topology>-<port>.log` (each worker's log, rotated; see
 storm_zmq.logs) and `logs/<topology>-<port>.out` (its raw stdout/stderr: output that
 bypassed logging, e.g. a crash before logging was set up). The logs directory is
-served read-only on `logviewer.port` (storm_zmq.cluster.logviewer).
+served read-only on `logviewer.port` (storm_zmq.cluster.logviewer). Code and worker
+directories of topologies this host no longer runs are removed; logs are kept.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -91,8 +93,9 @@ class Supervisor:
                     # A ZooKeeper call can block for minutes in an outage: keep the
                     # workers alive on the assignment we know instead.
                     raise ConnectionError("no ZooKeeper session")
-                self.reconcile()
+                # First: this host is alive whatever one topology's workers do.
                 self._register()
+                self.reconcile()
                 if self._zk_down_logged:
                     log.info("ZooKeeper is back")
                     self._zk_down_logged = False
@@ -149,7 +152,26 @@ class Supervisor:
             if reason:
                 if worker is not None:
                     self._stop_worker(port, reason, force=True)
-                self._launch(port, topology_id, index, assignment, record, reason)
+                try:
+                    self._launch(port, topology_id, index, assignment, record, reason)
+                except Exception as exc:  # that topology's problem, not the other slots'
+                    log.error("cannot launch worker %d of %s on port %d: %s", index,
+                              topology_id, port, exc)
+        self._remove_stale_files(wanted)
+
+    def _remove_stale_files(self, wanted: dict[int, tuple[str, int, Any, Any]]) -> None:
+        """The code and worker directories of what this host no longer runs (Storm
+        cleans them too): they grow with every submit, and a worker's launch file
+        holds its topology's secrets. The logs stay (worker.log.* bounds them)."""
+        running = {worker.directory for worker in self.workers.values()}
+        topologies = {worker.topology_id for worker in self.workers.values()}
+        topologies.update(topology_id for topology_id, *_ in wanted.values())
+        for directory in (self.local_dir / "workers").glob("*"):
+            if directory.is_dir() and directory not in running:
+                shutil.rmtree(directory, ignore_errors=True)
+        for directory in (self.local_dir / "stormdist").glob("*"):
+            if directory.is_dir() and directory.name not in topologies:
+                shutil.rmtree(directory, ignore_errors=True)
 
     def _restart_dead_workers(self) -> None:
         """Without ZooKeeper: keep the current assignment alive."""

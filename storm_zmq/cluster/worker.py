@@ -37,6 +37,12 @@ def slots_of(assignment: dict[str, Any]) -> list[tuple[str, str, int]]:
     return [(s, h, int(p)) for s, h, p in assignment["slots"]]
 
 
+def executor_layout(assignment: dict[str, Any]) -> list[Any]:
+    """Which worker runs which executor, of a stored assignment: what a rebalance
+    changes and a repair (a worker moved to another slot) does not."""
+    return list(assignment["assignment"]["executors"])
+
+
 class ZooKeeperControl:
     """`WorkerControl` for cluster mode (see the module docstring)."""
 
@@ -54,6 +60,7 @@ class ZooKeeperControl:
         self._commands: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._status = status
         self._slots = slots_of(assignment)
+        self._layout = executor_layout(assignment)
         self._stats: dict[str, Any] | None = None
         self._stats_time = time.time()
         self._stopping = threading.Event()
@@ -126,6 +133,11 @@ class ZooKeeperControl:
             self._state.stop()
 
     def _sync(self, state: ClusterState) -> None:
+        assignment = state.get_assignment(self.topology_id)
+        if assignment is None:  # killed: a heartbeat now would outlive the topology
+            log.info("topology %s has no assignment any more: stopping", self.topology_id)
+            self._commands.put("stop")
+            return
         if self._stats is not None:
             state.heartbeat(self.topology_id, self.host, self.port,
                             {"time": self._stats_time, "stats": self._stats})
@@ -137,9 +149,12 @@ class ZooKeeperControl:
             elif self._status == "active":
                 self._commands.put("deactivate")
             self._status = status
-        assignment = state.get_assignment(self.topology_id)
-        if assignment is None:
-            log.info("topology %s has no assignment any more: stopping", self.topology_id)
+        if executor_layout(assignment) != self._layout:
+            # A rebalance: this process's executors are not the topology's any more,
+            # and its peers may be more or fewer. Its supervisor starts the slot's
+            # worker again on the new assignment.
+            log.info("topology %s was rebalanced: stopping, to start again on the new "
+                     "assignment", self.topology_id)
             self._commands.put("stop")
             return
         slots = slots_of(assignment)
