@@ -192,7 +192,7 @@ class ReliableSpout(Spout):
             return
         self.failed_tuples[tup_id] += 1
         if self.failed_tuples[tup_id] > self.max_fails:
-            self.logger.warning("giving up on tuple %r after %d failures", tup_id, self.max_fails)
+            self.logger.warning("giving up on tuple %r after %d failures", tup_id, self.max_fails + 1)
             self.unacked_tuples.pop(tup_id, None)
             self.failed_tuples.pop(tup_id, None)
             return

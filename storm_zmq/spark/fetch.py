@@ -163,7 +163,8 @@ class FilterFetcher:
 
     def __init__(self, spark: Any, df: Any) -> None:
         self._df = df
-        self._arrow = have_pyarrow()
+        # DataFrame.toArrow() came with Spark 4.0; before, collect() it is
+        self._arrow = have_pyarrow() and hasattr(df, "toArrow")
         try:
             self.num_partitions = int(df.rdd.getNumPartitions())
         except Exception:  # no RDD API (Spark Connect): the highest partition id + 1

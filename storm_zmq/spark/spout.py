@@ -72,7 +72,7 @@ class ListFetcher:
         self.num_partitions = len(self._partitions)
 
     def fetch(self, partition: int) -> list[tuple[Any, ...]]:
-        return self._partitions[partition]
+        return list(self._partitions[partition])  # the spout empties what it gets
 
 
 class SparkSpout(Spout):
@@ -90,8 +90,9 @@ class SparkSpout(Spout):
         replayed until acked. False: no ids, no replay, a partition is done once
         emitted: faster, at-most-once.
     ``max_fails``
-        None (default): replay a row until it is acked. An int: give up on a row
-        after that many failures (logged; the row counts as settled).
+        None (default): replay a row until it is acked. An int n: replay a failed
+        row at most n times, giving up when it fails once more (pystorm's rule;
+        logged; the row counts as settled).
     ``fetch``
         How a partition comes to the driver: "auto" (default: "arrow" with pyarrow,
         else "rows"), "arrow", "rows" or "filter"; see `storm_zmq.spark.fetch`.
@@ -369,7 +370,7 @@ class SparkSpout(Spout):
         ledger.fail(partition, row)
         if ledger.given_up != given_up:
             self.logger.warning("%s: giving up on row %d of partition %d after %d failures",
-                                self.who, row, partition, ledger.max_fails)
+                                self.who, row, partition, ledger.max_fails + 1)
             if ledger.is_done(partition):
                 self._rows.pop(partition, None)
             elif partition != self._current:

@@ -246,3 +246,19 @@ def test_spark_keys_of_the_storm_conf_go_to_the_session() -> None:
                         "spark.executor.memory": "2g", "spark.sql.shuffle.partitions": "4",
                         "spark.eventLog.enabled": "true"}
     assert spark_conf({}, "app")["spark.master"] == "local[*]"
+
+
+def test_a_list_fetcher_serves_its_partitions_to_every_run() -> None:
+    # The spout empties the lists it fetches; a fetcher reused by a second run (or
+    # a test) must not hand over the same, now empty, lists.
+    fetcher = ListFetcher(PARTITIONS)
+
+    class Reused(MemorySpout):
+        def open_source(self, conf, context):
+            return lambda: fetcher
+
+    for _ in range(2):
+        harness = SpoutHarness(Reused)
+        drive(harness)
+        assert sorted(tuple(e.values) for e in harness.emits) == ALL_ROWS
+        harness.component.cleanup()
