@@ -10,7 +10,6 @@ it tuples and capturing what it does.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -312,9 +311,11 @@ class BatchingBolt(Bolt):
         self._ticks += 1
         if self._ticks >= self.ticks_between_batches:
             self._ticks = 0
-            self._flush_batches()
+            self.process_batches()
 
-    def _flush_batches(self) -> None:
+    def process_batches(self) -> None:
+        """Every batch through `process_batch`, then acked (pystorm's name: a
+        subclass may override it to change how batches are processed)."""
         batches, self._batches = self._batches, defaultdict(list)
         remaining = list(batches.items())
         while remaining:
@@ -343,7 +344,6 @@ class TicklessBatchingBolt(BatchingBolt):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._next_flush = time.monotonic() + self.secs_between_batches
-        self._flush_lock = threading.Lock()
 
     def _run_tick(self, tup: Tuple) -> None:
         self.process_tick(tup)
@@ -351,4 +351,4 @@ class TicklessBatchingBolt(BatchingBolt):
     def _maybe_flush(self, now: float) -> None:
         if now >= self._next_flush:
             self._next_flush = now + self.secs_between_batches
-            self._flush_batches()
+            self.process_batches()

@@ -125,7 +125,10 @@ class BoltHarness(_Harness):
         return tup
 
     def tick(self, freq_secs: int = 1) -> None:
-        """Deliver one tick tuple (BatchingBolt flushes its batches on ticks)."""
+        """Deliver one tick tuple (BatchingBolt flushes its batches on ticks). The
+        runtime sends them only with `topology.tick.tuple.freq.secs` set (topology
+        or component config): without it a BatchingBolt that passes here never
+        flushes in a real topology."""
         self.component._run_tick(Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, -1, (freq_secs,)))
 
 

@@ -3,6 +3,7 @@ harness of storm_zmq.testing."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 import pytest
@@ -311,6 +312,20 @@ def test_batching_bolt_groups_by_key_and_processes_on_tick() -> None:
     # the batches are gone
     h.tick()
     assert len(h.component.batches) == 3 and len(h.acked) == 5
+
+
+def test_a_batching_bolt_may_override_process_batches_as_in_pystorm() -> None:
+    # pystorm's hook for changing how batches are processed, called on ticks
+    class OnlyA(GroupBolt):
+        def process_batches(self) -> None:
+            self._batches = defaultdict(list, {"a": self._batches["a"]})
+            super().process_batches()
+
+    h = BoltHarness(OnlyA)
+    for word in ["apple", "bear"]:
+        h.process([word])
+    h.tick()
+    assert h.component.batches == [("a", ["apple"])]
 
 
 def test_batching_bolt_acks_after_process_batch() -> None:
