@@ -26,6 +26,7 @@ Spark 3.x to 4.x;
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -33,6 +34,8 @@ from typing import Any
 from storm_zmq.spark.session import value_fixer
 
 __all__ = ["FETCH_MODES", "make_fetcher"]
+
+log = logging.getLogger(__name__)
 
 FETCH_MODES = ("auto", "arrow", "rows", "filter")
 
@@ -56,8 +59,12 @@ def make_fetcher(spark: Any, df: Any, mode: str = "auto") -> Any:
         if internal:
             try:
                 return ArrowFetcher(spark, df) if have_pyarrow() else RowsFetcher(spark, df)
-            except Exception:  # py4j: the private API is not there
-                pass
+            except Exception as exc:  # py4j: the private API is not there, or Spark failed
+                # said, not swallowed: a real planning failure would otherwise show
+                # only as the slower filter fetch (which then meets it again)
+                log.warning("fetch=auto: the single-partition fetch is not available (%s: %s); "
+                            "using fetch=filter, which computes the DataFrame once per "
+                            "partition", type(exc).__name__, exc)
         return FilterFetcher(spark, df)
     return {"arrow": ArrowFetcher, "rows": RowsFetcher, "filter": FilterFetcher}[mode](spark, df)
 

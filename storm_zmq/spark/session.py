@@ -182,6 +182,10 @@ def _type_problem(dtype: Any) -> str | None:
     if isinstance(dtype, T.ArrayType):
         return _nested_problem(dtype.elementType)
     if isinstance(dtype, T.MapType):
+        if isinstance(dtype.keyType, (T.ArrayType, T.MapType, T.StructType)):
+            # a Python dict's keys must be hashable: these arrive as lists and dicts
+            return (f"type {dtype.simpleString()}, whose keys a tuple cannot carry (map keys "
+                    "must be plain values; cast them, e.g. to_json(), in source())")
         return _nested_problem(dtype.keyType) or _nested_problem(dtype.valueType)
     if isinstance(dtype, T.StructType):
         for field in dtype.fields:

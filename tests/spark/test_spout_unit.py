@@ -262,3 +262,21 @@ def test_a_list_fetcher_serves_its_partitions_to_every_run() -> None:
         drive(harness)
         assert sorted(tuple(e.values) for e in harness.emits) == ALL_ROWS
         harness.component.cleanup()
+
+
+def test_column_types_a_tuple_cannot_carry_are_found_from_the_schema() -> None:
+    # Decided before any job; the values of the types passed here all convert.
+    from pyspark.sql import types as T
+
+    from storm_zmq.spark.session import column_problems
+
+    schema = T.StructType([
+        T.StructField("fine", T.MapType(T.StringType(), T.ArrayType(T.LongType()))),
+        T.StructField("rows", T.ArrayType(T.StructType([T.StructField("x", T.DoubleType())]))),
+        T.StructField("listkeys", T.MapType(T.ArrayType(T.IntegerType()), T.StringType())),
+        T.StructField("when", T.ArrayType(T.DayTimeIntervalType())),
+    ])
+    problems = column_problems(schema)
+    assert len(problems) == 2
+    assert problems[0].startswith("column 'listkeys' has type map<array<int>,string>, whose keys")
+    assert problems[1].startswith("column 'when' has type array<interval day to second>: it contains")
