@@ -8,9 +8,11 @@ Routes::
     /api/topology/<name>    TopologySummary.to_dict() (404 unknown name)
     /metrics                Prometheus text format 0.0.4, every topology
 
-The standard library's ThreadingHTTPServer, one thread per request, bounded: at most
-`MAX_REQUESTS` are served at once, others get 503 at once (a stuck ZooKeeper read
-must not pile up threads). A source failure (ZooKeeper unreachable) is a 503 with the
+The standard library's ThreadingHTTPServer, one thread per connection, bounded: at
+most `MAX_REQUESTS` are served at once, others get 503 at once (a stuck ZooKeeper read
+must not pile up threads), and at most `MAX_CONNECTIONS` connections have a thread
+(one still sending its request holds one, up to the handler's timeout); beyond
+that a connection is closed as it is accepted. A source failure (ZooKeeper unreachable) is a 503 with the
 message as JSON, which the page shows.
 """
 
@@ -28,12 +30,14 @@ from urllib.parse import unquote, urlsplit
 from storm_zmq.metrics import prometheus
 from storm_zmq.metrics.sources import MetricsSource, UnknownTopology
 
-__all__ = ["MAX_REQUESTS", "MetricsServer"]
+__all__ = ["MAX_CONNECTIONS", "MAX_REQUESTS", "MetricsServer"]
 
 log = logging.getLogger(__name__)
 
 #: Requests served at once; more are answered 503 without waiting.
 MAX_REQUESTS = 16
+#: Connections with a thread (reading a request, or being answered); more are closed.
+MAX_CONNECTIONS = 4 * MAX_REQUESTS
 
 _STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -54,12 +58,32 @@ class MetricsServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = MAX_CONNECTIONS  # the listen backlog (socketserver's is 5)
 
     def __init__(self, source: MetricsSource, host: str = "127.0.0.1", port: int = 8080) -> None:
         self.source = source
         self._slots = threading.BoundedSemaphore(MAX_REQUESTS)
+        self._connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._thread: threading.Thread | None = None
         super().__init__((host, port), _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Start a connection's thread only within `MAX_CONNECTIONS`: clients that
+        open connections and send slowly would otherwise each get a thread."""
+        if not self._connections.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._connections.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._connections.release()
 
     @property
     def port(self) -> int:

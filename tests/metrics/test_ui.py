@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -22,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from storm_zmq.metrics.sources import LocalSource, UnknownTopology
 from storm_zmq.metrics.summary import ACKER, ComponentLayout, Edge, TopologyLayout, TopologySummary
-from storm_zmq.metrics.ui import MAX_REQUESTS, MetricsServer
+from storm_zmq.metrics.ui import MAX_CONNECTIONS, MAX_REQUESTS, MetricsServer
 from tests.cluster.test_cluster import Cluster, wait_for
 from tests.metrics.browser import PageValues, dump_dom
 
@@ -150,6 +151,27 @@ def test_requests_beyond_the_bound_are_refused_at_once() -> None:
             thread.join(10)
         assert results == [200] * MAX_REQUESTS
         assert get(server.url + "api/topologies")[0] == 200  # slots given back
+
+
+def test_connections_beyond_the_bound_get_no_thread_and_are_closed() -> None:
+    # Clients that connect and send nothing (each would hold a thread for the
+    # handler's timeout): the first MAX_CONNECTIONS are held, the next is closed.
+    with MetricsServer(fixed_source(), "127.0.0.1", 0) as server:
+        idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(MAX_CONNECTIONS)]
+        try:
+            # accepted in order: by the time this one is, every idle one holds a thread
+            extra = socket.create_connection(("127.0.0.1", server.port))
+            extra.settimeout(5)  # (the handler's own timeout is 10 s)
+            assert extra.recv(1) == b""  # closed by the server, not given a thread
+            extra.close()
+        finally:
+            for sock in idle:
+                sock.close()
+        # the threads are given back once their connections close
+        deadline = time.monotonic() + 10
+        while get(server.url + "api/topologies")[0] != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
 
 
 def test_a_busy_port_fails_when_binding(server: MetricsServer) -> None:
