@@ -4,7 +4,10 @@ Names follow Prometheus' conventions: prefix ``storm_zmq_``, the object
 (``component``, ``worker``, ``topology``), base units (seconds, bytes), ``_total`` on
 counters. Latencies are summaries without quantiles (``_sum`` in seconds and
 ``_count`` in samples), so ``rate(x_sum) / rate(x_count)`` is the mean latency over
-any window, which a mean gauge could not give. Every family is written once, with
+any window, which a mean gauge could not give. A component's counters and latency
+summaries are one series per worker running it (``host``, ``port``, ``worker``
+labels): a sum over the workers would go down whenever one restarts, which
+Prometheus takes for a counter reset; per worker it is one. Every family is written once, with
 its ``# HELP`` and ``# TYPE``, and a series per topology/component/worker/peer.
 The table of names is in docs/observability.md.
 """
@@ -15,7 +18,12 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from storm_zmq.metrics.summary import ComponentSummary, TopologySummary, WorkerSummary
+from storm_zmq.metrics.summary import (
+    ComponentOnWorker,
+    ComponentSummary,
+    TopologySummary,
+    WorkerSummary,
+)
 
 __all__ = ["CONTENT_TYPE", "escape_label_value", "render"]
 
@@ -23,37 +31,32 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 Labels = tuple[tuple[str, str], ...]
 
-# (name, type, help, value of a component: None = no sample)
-_COMPONENT: list[tuple[str, str, str, Callable[[ComponentSummary], Any]]] = [
-    ("emitted_total", "counter",
-     "Tuples emitted by the component's code (Storm's emitted).", lambda c: c.emitted),
-    ("transferred_total", "counter",
-     "Tuple deliveries to target tasks, one per target (Storm's transferred).",
-     lambda c: c.transferred),
-    ("executed_total", "counter", "Tuples given to the bolt's process() (Storm's executed).",
-     lambda c: c.executed),
-    ("acked_total", "counter",
-     "Bolts: tuples acked; spouts: tuple trees completed (Storm's acked).", lambda c: c.acked),
-    ("failed_total", "counter",
-     "Bolts: tuples failed; spouts: tuple trees failed or timed out (Storm's failed).",
-     lambda c: c.failed),
-    ("malformed_total", "counter", "Remote tuples refused because they did not decode.",
-     lambda c: c.malformed),
-    ("errors_reported_total", "counter", "Calls of report_error() by the component.",
-     lambda c: c.errors_reported),
-    ("queued", "gauge", "Items now in the component's executors' receive queues.",
-     lambda c: c.queued),
-    ("queue_capacity", "gauge", "Capacity of the component's executors' receive queues.",
+# A component's counters, one series per worker: (name, help); the value is the
+# MONOTONIC number of the name less "_total".
+_COMPONENT_COUNTERS: list[tuple[str, str]] = [
+    ("emitted_total", "Tuples emitted by the component's code (Storm's emitted)."),
+    ("transferred_total", "Tuple deliveries to target tasks, one per target (Storm's "
+                          "transferred)."),
+    ("executed_total", "Tuples given to the bolt's process() (Storm's executed)."),
+    ("acked_total", "Bolts: tuples acked; spouts: tuple trees completed (Storm's acked)."),
+    ("failed_total", "Bolts: tuples failed; spouts: tuple trees failed or timed out "
+                     "(Storm's failed)."),
+    ("malformed_total", "Remote tuples refused because they did not decode."),
+    ("errors_reported_total", "Calls of report_error() by the component."),
+]
+
+# A component's gauges, over its workers: (name, help, value: None = no sample)
+_COMPONENT_GAUGES: list[tuple[str, str, Callable[[ComponentSummary], Any]]] = [
+    ("queued", "Items now in the component's executors' receive queues.", lambda c: c.queued),
+    ("queue_capacity", "Capacity of the component's executors' receive queues.",
      lambda c: c.queue_capacity),
-    ("pending", "gauge", "Spouts: tuple trees emitted and not yet acked or failed.",
-     lambda c: c.pending),
-    ("exhausted_tasks", "gauge", "Spout tasks that reported their input exhausted.",
+    ("pending", "Spouts: tuple trees emitted and not yet acked or failed.", lambda c: c.pending),
+    ("exhausted_tasks", "Spout tasks that reported their input exhausted.",
      lambda c: c.exhausted_tasks),
-    ("capacity_ratio", "gauge",
-     "Fraction of the last report window the busiest executor spent in process() "
-     "(Storm's capacity).", lambda c: c.capacity),
-    ("tasks", "gauge", "Tasks of the component.", lambda c: c.tasks),
-    ("executors", "gauge", "Executors (threads) of the component.", lambda c: c.executors),
+    ("capacity_ratio", "Fraction of the last report window the busiest executor spent in "
+                       "process() (Storm's capacity).", lambda c: c.capacity),
+    ("tasks", "Tasks of the component.", lambda c: c.tasks),
+    ("executors", "Executors (threads) of the component.", lambda c: c.executors),
 ]
 
 _LATENCIES = [
@@ -163,8 +166,15 @@ def render(summaries: Iterable[TopologySummary]) -> str:
         reporting.add((("topology", s.name),), s.totals()["workers_reporting"])
         uptime.add((("topology", s.name),), s.uptime_secs)
 
-    for suffix, kind, help_text, get in _COMPONENT:
-        f = family(f"component_{suffix}", kind, help_text)
+    for suffix, help_text in _COMPONENT_COUNTERS:
+        f = family(f"component_{suffix}", "counter", help_text)
+        key = suffix.removesuffix("_total")
+        for s in summaries:
+            for c in s.components:
+                for w in c.on_workers:
+                    f.add(_component_worker_labels(s, c, w), dict(w.values)[key])
+    for suffix, help_text, get in _COMPONENT_GAUGES:
+        f = family(f"component_{suffix}", "gauge", help_text)
         for s in summaries:
             for c in s.components:
                 f.add(_component_labels(s, c), get(c))
@@ -172,9 +182,10 @@ def render(summaries: Iterable[TopologySummary]) -> str:
         f = family(f"component_{which}_latency_seconds", "summary", help_text)
         for s in summaries:
             for c in s.components:
-                labels = _component_labels(s, c)
-                f.add(labels, getattr(c, f"{which}_ms_total") / 1000.0, "_sum")
-                f.add(labels, getattr(c, f"{which}_samples"), "_count")
+                for w in c.on_workers:
+                    labels, values = _component_worker_labels(s, c, w), dict(w.values)
+                    f.add(labels, values[f"{which}_ms_total"] / 1000.0, "_sum")
+                    f.add(labels, values[f"{which}_samples"], "_count")
 
     for suffix, kind, help_text, get in _WORKER:
         f = family(f"worker_{suffix}", kind, help_text)
@@ -208,6 +219,13 @@ def render(summaries: Iterable[TopologySummary]) -> str:
 
 def _component_labels(s: TopologySummary, c: ComponentSummary) -> Labels:
     return (("topology", s.name), ("component", c.name), ("kind", c.kind))
+
+
+def _component_worker_labels(s: TopologySummary, c: ComponentSummary,
+                             w: ComponentOnWorker) -> Labels:
+    return _component_labels(s, c) + (
+        ("host", w.host or ""), ("port", "" if w.port is None else str(w.port)),
+        ("worker", "" if w.worker is None else str(w.worker)))
 
 
 def _worker_labels(s: TopologySummary, w: WorkerSummary) -> Labels:

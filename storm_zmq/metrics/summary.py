@@ -39,7 +39,9 @@ __all__ = [
     "GAUGES",
     "LATENCIES",
     "MAX_ERRORS",
+    "MONOTONIC",
     "ComponentLayout",
+    "ComponentOnWorker",
     "ComponentSummary",
     "Edge",
     "ErrorRecord",
@@ -60,6 +62,10 @@ COUNTERS = ("emitted", "transferred", "executed", "acked", "failed", "malformed"
 GAUGES = ("queued", "queue_capacity", "pending", "exhausted_tasks")
 #: Latencies reported as ``<name>_ms_total`` + ``<name>_samples``.
 LATENCIES = ("execute", "process", "complete")
+#: What only goes up in one worker (until it restarts): the counters, and the
+#: latencies' sums and sample counts.
+MONOTONIC = COUNTERS + tuple(f"{which}_{part}" for which in LATENCIES
+                             for part in ("ms_total", "samples"))
 
 #: Errors kept per component (Storm keeps 10, as ZooKeeper does here).
 MAX_ERRORS = 10
@@ -201,6 +207,19 @@ class ErrorRecord:
 
 
 @dataclass(frozen=True)
+class ComponentOnWorker:
+    """A component's `MONOTONIC` numbers as one worker reported them. Why kept: the
+    component's totals are a sum over the workers reporting now, which goes down
+    when one restarts or turns stale; per worker, a number only goes up until that
+    worker restarts, which is what a Prometheus counter must do."""
+
+    host: str | None
+    port: int | None
+    worker: int | None
+    values: tuple[tuple[str, float], ...]  # (name in MONOTONIC, value)
+
+
+@dataclass(frozen=True)
 class ComponentSummary:
     """One component over all (non-stale) workers. Latency means are in ms, None
     without samples; `capacity` is None when no worker reported one."""
@@ -229,6 +248,8 @@ class ComponentSummary:
     complete_samples: int = 0
     capacity: float | None = None
     errors: tuple[ErrorRecord, ...] = ()
+    #: the same numbers per worker (for Prometheus; not in `to_dict`)
+    on_workers: tuple[ComponentOnWorker, ...] = ()
 
     def latency_ms(self, which: str) -> float | None:
         """Mean `which` ("execute", "process", "complete") latency in ms."""
@@ -252,7 +273,7 @@ class ComponentSummary:
         return {key: getattr(self, key) for key in COUNTERS + GAUGES}
 
     def to_dict(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "on_workers"}
         data["workers"] = list(self.workers)
         data["errors"] = [asdict(e) for e in self.errors]
         for which in LATENCIES:
@@ -516,12 +537,18 @@ def _component(name: str, declared: ComponentLayout | None,
     tasks: set[int] = set()
     executors = 0
     hosts: list[str] = []
+    on_workers: list[ComponentOnWorker] = []
     reported_kind = None
     for report in reports:
         entry = _mapping(_mapping(report.get("components")).get(name))
         if not entry and name not in _mapping(report.get("components")):
             continue
         hosts.append(f"{report.get('host')}:{report.get('port')}")
+        host = report.get("host")
+        on_workers.append(ComponentOnWorker(
+            host=host if isinstance(host, str) else None, port=_int_or_none(report.get("port")),
+            worker=_int_or_none(report.get("worker")),
+            values=tuple((key, _number(entry.get(key))) for key in MONOTONIC)))
         for key in totals:
             totals[key] += _number(entry.get(key))
         for key in latency:
@@ -545,7 +572,7 @@ def _component(name: str, declared: ComponentLayout | None,
         **{key: int(value) for key, value in totals.items()},
         **{key: (int(value) if key.endswith("_samples") else float(value))
            for key, value in latency.items()},
-        capacity=capacity, errors=errors,
+        capacity=capacity, errors=errors, on_workers=tuple(on_workers),
     )
 
 

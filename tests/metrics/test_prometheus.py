@@ -61,15 +61,17 @@ def test_the_output_parses_and_carries_the_numbers() -> None:
     wc = (("component", "words"), ("kind", "spout"), ("topology", "wc"))
     count = (("component", "count"), ("kind", "bolt"), ("topology", "wc"))
     worker = (("host", "127.0.0.1"), ("port", "6700"), ("topology", "wc"), ("worker", "0"))
-    assert values[("storm_zmq_component_emitted_total", wc)] == 100
-    assert values[("storm_zmq_component_transferred_total", wc)] == 200
-    assert values[("storm_zmq_component_acked_total", wc)] == 90
-    assert values[("storm_zmq_component_failed_total", wc)] == 2
+    wc_on_0 = tuple(sorted(wc + worker[:2] + worker[3:]))  # counters: per worker
+    count_on_0 = tuple(sorted(count + worker[:2] + worker[3:]))
+    assert values[("storm_zmq_component_emitted_total", wc_on_0)] == 100
+    assert values[("storm_zmq_component_transferred_total", wc_on_0)] == 200
+    assert values[("storm_zmq_component_acked_total", wc_on_0)] == 90
+    assert values[("storm_zmq_component_failed_total", wc_on_0)] == 2
     assert values[("storm_zmq_component_pending", wc)] == 8
-    assert values[("storm_zmq_component_complete_latency_seconds_sum", wc)] == 0.45
-    assert values[("storm_zmq_component_complete_latency_seconds_count", wc)] == 90
-    assert values[("storm_zmq_component_executed_total", count)] == 200
-    assert values[("storm_zmq_component_execute_latency_seconds_sum", count)] == 0.02
+    assert values[("storm_zmq_component_complete_latency_seconds_sum", wc_on_0)] == 0.45
+    assert values[("storm_zmq_component_complete_latency_seconds_count", wc_on_0)] == 90
+    assert values[("storm_zmq_component_executed_total", count_on_0)] == 200
+    assert values[("storm_zmq_component_execute_latency_seconds_sum", count_on_0)] == 0.02
     assert values[("storm_zmq_component_capacity_ratio", count)] == 0.42
     assert values[("storm_zmq_component_queued", count)] == 3
     assert values[("storm_zmq_component_tasks", count)] == 2
@@ -88,11 +90,30 @@ def test_the_output_parses_and_carries_the_numbers() -> None:
                                                ("topology", "wc")))] == 1
     assert values[("storm_zmq_topology_uptime_seconds", (("topology", "wc"),))] == 51.0
     # a label value with a quote, a backslash and a newline survives the round trip
-    assert values[("storm_zmq_component_emitted_total", (("component", "words"), ("kind", "spout"),
-                                                         ("topology", NASTY)))] == 0
+    assert values[("storm_zmq_component_tasks", (("component", "words"), ("kind", "spout"),
+                                                 ("topology", NASTY)))] == 1
+    # no worker reports: no counter series (a 0 would be a reset)
+    assert not [key for key in values if key[0] == "storm_zmq_component_emitted_total"
+                and ("topology", NASTY) in key[1]]
     # unknown values are left out, not invented: no capacity for a topology without reports
     assert ("storm_zmq_component_capacity_ratio", (("component", "words"), ("kind", "spout"),
                                                    ("topology", NASTY))) not in values
+
+
+def test_a_restarted_worker_resets_only_its_own_counter_series() -> None:
+    # Summed over workers, a restart would make the component's counter go down and
+    # Prometheus would count the other workers' whole history again.
+    def report(port: int, emitted: int) -> dict:
+        return {"worker": port - 6700, "host": "h", "port": port, "time": 100.0,
+                "components": {"words": {"kind": "spout", "emitted": emitted}}}
+
+    def emitted(reports: list[dict]) -> dict[str, float]:
+        text = render([summarize(LAYOUT, reports, name="wc", now=100.0)])
+        return {dict(labels)["port"]: value for (name, labels), value in samples_by_name(text).items()
+                if name == "storm_zmq_component_emitted_total"}
+
+    assert emitted([report(6700, 1000), report(6701, 900)]) == {"6700": 1000, "6701": 900}
+    assert emitted([report(6700, 1010), report(6701, 5)]) == {"6700": 1010, "6701": 5}
 
 
 def test_the_text_follows_the_format_strictly() -> None:

@@ -349,5 +349,6 @@ def test_the_cluster_ui_shows_what_stats_prints(cluster: Cluster) -> None:
     assert table.returncode == 0 and "topology ClusterIds (ClusterIds-" in table.stdout
     assert f"{before['components'][2]['executed']:,}" in table.stdout
     metrics = get(url + "metrics")[2].decode()
-    assert 'storm_zmq_component_acked_total{topology="ClusterIds",component="numbers",' \
-        'kind="spout"} 400' in metrics
+    acked = [float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines() if line.startswith(
+        'storm_zmq_component_acked_total{topology="ClusterIds",component="numbers",kind="spout",host=')]
+    assert len(acked) == 2 and sum(acked) == 400  # one series per worker
