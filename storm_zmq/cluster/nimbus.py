@@ -8,7 +8,8 @@ every `nimbus.monitor.freq.secs`:
   or was not refreshed for `nimbus.supervisor.timeout.secs`), or whose heartbeat is
   older than `nimbus.task.timeout.secs` (after `nimbus.task.launch.secs` of grace),
   moves to a free slot; every other worker stays where it is;
-- reassigns from scratch a topology being rebalanced;
+- reassigns from scratch a topology being rebalanced (while there are not enough
+  free slots for it, its workers are repaired where they are);
 - removes a killed topology once its kill wait has passed, and heartbeats or errors
   a worker wrote for a topology that is gone.
 A leader whose ZooKeeper session is suspended or lost, even for a moment it only
@@ -131,7 +132,10 @@ class Nimbus:
                     if record.get("rebalance"):
                         record = {**record, "rebalance": False}
                         self.state.set_topology(topology_id, record)
-                continue
+                    continue
+                if current is None:
+                    continue
+                # a rebalance waiting for slots: the workers it has are still kept alive
             self._repair(topology_id, current, alive_supervisors, all_slots, used, now)
 
     def _schedule(self, topology_id: str, record: dict[str, Any], free: list[Slot],

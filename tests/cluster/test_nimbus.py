@@ -79,3 +79,14 @@ def test_a_leader_whose_session_was_interrupted_stops_leading_though_it_is_back(
     finally:
         nimbus.stopping.set()
         leading.join(5)
+
+
+def test_a_rebalance_waiting_for_slots_still_has_its_dead_workers_moved(nimbus: Nimbus) -> None:
+    state, now = nimbus.state, time.time()
+    state.register_supervisor("s1", {"host": "h1", "ports": [6700, 6701], "time": now})
+    one_worker_topology(state, Slot("s1", "h1", 6700), launched=now - 600)  # no heartbeat
+    record = state.get_topology(TID) or {}
+    state.set_topology(TID, {**record, "num_workers": 5, "rebalance": True})  # 2 slots only
+    nimbus.monitor()
+    assert (state.get_assignment(TID) or {})["slots"] == [["s1", "h1", 6701]]
+    assert (state.get_topology(TID) or {})["rebalance"] is True  # still waiting
