@@ -199,6 +199,10 @@ SCHEMA: dict[str, Setting] = {
     "nimbus.task.launch.secs": Setting(
         120, "int", "Grace for a newly assigned worker before nimbus expects its first "
         "heartbeat.", minimum=1),
+    "nimbus.inbox.jar.expiration.secs": Setting(
+        3600, "int", "Code and secrets a submit uploaded but never wrote its topology for "
+        "(it was interrupted) are removed after this long (Storm's key for uploaded jars).",
+        minimum=0),
     "nimbus.supervisor.timeout.secs": Setting(
         60, "int", "A supervisor whose registration was not refreshed for this long is "
         "dead to nimbus (a lost ZooKeeper session removes it at once).", minimum=1),

@@ -129,6 +129,7 @@ def test_defaults_are_storms_names_and_values() -> None:
         "nimbus.monitor.freq.secs": 5,
         "nimbus.task.timeout.secs": 30,
         "nimbus.task.launch.secs": 120,
+        "nimbus.inbox.jar.expiration.secs": 3600,
         "nimbus.supervisor.timeout.secs": 60,
         "supervisor.monitor.frequency.secs": 3,
         "supervisor.worker.timeout.secs": 30,

@@ -10,8 +10,9 @@ every `nimbus.monitor.freq.secs`:
   moves to a free slot; every other worker stays where it is;
 - reassigns from scratch a topology being rebalanced (while there are not enough
   free slots for it, its workers are repaired where they are);
-- removes a killed topology once its kill wait has passed, and heartbeats or errors
-  a worker wrote for a topology that is gone.
+- removes a killed topology once its kill wait has passed, heartbeats or errors a
+  worker wrote for a topology that is gone, and code and secrets of an interrupted
+  submit after `nimbus.inbox.jar.expiration.secs`.
 A leader whose ZooKeeper session is suspended or lost, even for a moment it only
 notices afterwards, stops acting as leader and contends again; a standby takes over
 when the leader dies.
@@ -185,11 +186,20 @@ class Nimbus:
 
     def _remove_orphans(self, topologies: set[str]) -> None:
         """Heartbeats and errors of topologies that are gone: a worker still running
-        as its topology is removed may write once more, after `_remove`."""
+        as its topology is removed may write once more, after `_remove`. And code
+        and secrets of a submit that never wrote its topology (interrupted): a
+        submit in progress has them without the topology too, hence the wait."""
         for topology_id in set(self.state.worker_beat_topologies()) - topologies:
             self.state.remove_worker_beats(topology_id)
         for topology_id in set(self.state.error_topologies()) - topologies:
             self.state.remove_errors(topology_id)
+        expiry = self.conf["nimbus.inbox.jar.expiration.secs"]
+        for topology_id, created in self.state.uploads().items():
+            if topology_id not in topologies and time.time() - created >= expiry:
+                log.info("removing the code and secrets of %s: no topology was submitted "
+                         "with them (nimbus.inbox.jar.expiration.secs)", topology_id)
+                self.state.remove_code(topology_id)
+                self.state.remove_secrets(topology_id)
 
     def _remove(self, topology_id: str) -> None:
         log.info("removing killed topology %s", topology_id)

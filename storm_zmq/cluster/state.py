@@ -831,6 +831,19 @@ class ClusterState:
                             f"with sha256 {actual}, expected {size} bytes with {digest}")
         return data
 
+    def uploads(self) -> dict[str, float]:
+        """Topology id -> when its code or secrets were first written (unix seconds,
+        ZooKeeper's clock; the older of the two), for every id that has either."""
+        created: dict[str, float] = {}
+        for kind in ("code", "secrets"):
+            base = self._path(kind)
+            for child in self._children(base):
+                stat = self._call(self._zexists, f"{base}/{child}")
+                if stat is not None:  # (gone meanwhile otherwise)
+                    when = stat.ctime / 1000
+                    created[child] = min(when, created.get(child, when))
+        return created
+
     def remove_code(self, topology_id: str) -> None:
         self._delete_tree(self._path("code", _segment(topology_id, "topology id")))
 
