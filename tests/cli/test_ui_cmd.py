@@ -51,8 +51,8 @@ def test_the_ui_serves_the_cluster_and_stops_on_sigterm(tmp_path: Path, zk_conf:
         assert [row["name"] for row in fetch(url + "api/topologies")] == ["t"]
         summary = fetch(url + "api/topology/t")
         assert summary["components"][0]["emitted"] == 77 and summary["id"] == "t-1"
-        assert 'storm_zmq_component_emitted_total{topology="t",component="s",kind="spout"} 77' \
-            in fetch(url + "metrics")
+        assert 'storm_zmq_component_emitted_total{topology="t",component="s",kind="spout",' \
+            'host="127.0.0.1",port="6700",worker="0"} 77' in fetch(url + "metrics")
         process.send_signal(signal.SIGTERM)
         assert process.wait(15) == 0
     finally:
