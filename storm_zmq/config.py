@@ -201,8 +201,9 @@ SCHEMA: dict[str, Setting] = {
         "heartbeat.", minimum=1),
     "nimbus.inbox.jar.expiration.secs": Setting(
         3600, "int", "Code and secrets a submit uploaded but never wrote its topology for "
-        "(it was interrupted) are removed after this long (Storm's key for uploaded jars).",
-        minimum=0),
+        "(it was interrupted) are removed after this long (Storm's key for uploaded jars; "
+        "at least a minute, so that a submit in progress is never taken for one).",
+        minimum=60),
     "nimbus.supervisor.timeout.secs": Setting(
         60, "int", "A supervisor whose registration was not refreshed for this long is "
         "dead to nimbus (a lost ZooKeeper session removes it at once).", minimum=1),

@@ -104,8 +104,9 @@ class Nimbus:
 
     # -- one round -------------------------------------------------------------------
 
-    def monitor(self) -> None:
-        now = time.time()
+    def monitor(self, now: float | None = None) -> None:
+        """One round; `now` (unix time) for tests."""
+        now = time.time() if now is None else now
         supervisors = self.state.supervisors()
         timeout = self.conf["nimbus.supervisor.timeout.secs"]
         alive_supervisors = {sid for sid, info in supervisors.items()
@@ -115,7 +116,6 @@ class Nimbus:
         stored = {tid: self.state.get_assignment(tid) for tid in self.state.assignments()}
         used = {Slot(*s) for a in stored.values() if a for s in a["slots"]}
         topologies = self.state.topologies()
-        self._remove_orphans(set(topologies))
         for topology_id in topologies:
             record = self.state.get_topology(topology_id)
             if record is None:
@@ -138,6 +138,10 @@ class Nimbus:
                     continue
                 # a rebalance waiting for slots: the workers it has are still kept alive
             self._repair(topology_id, current, alive_supervisors, all_slots, used, now)
+        try:  # housekeeping: never in the way of scheduling and repairs
+            self._remove_orphans(set(topologies), now)
+        except Exception as exc:
+            log.warning("removing leftovers of removed topologies failed: %s", exc)
 
     def _schedule(self, topology_id: str, record: dict[str, Any], free: list[Slot],
                   now: float) -> list[Slot] | None:
@@ -184,7 +188,7 @@ class Nimbus:
             assignment, workers=tuple(WorkerSlot(s.host, s.port) for s in repaired))
         self.state.set_assignment(topology_id, stored_assignment(assignment, repaired, launched))
 
-    def _remove_orphans(self, topologies: set[str]) -> None:
+    def _remove_orphans(self, topologies: set[str], now: float) -> None:
         """Heartbeats and errors of topologies that are gone: a worker still running
         as its topology is removed may write once more, after `_remove`. And code
         and secrets of a submit that never wrote its topology (interrupted): a
@@ -195,7 +199,7 @@ class Nimbus:
             self.state.remove_errors(topology_id)
         expiry = self.conf["nimbus.inbox.jar.expiration.secs"]
         for topology_id, created in self.state.uploads().items():
-            if topology_id not in topologies and time.time() - created >= expiry:
+            if topology_id not in topologies and now - created >= expiry:
                 log.info("removing the code and secrets of %s: no topology was submitted "
                          "with them (nimbus.inbox.jar.expiration.secs)", topology_id)
                 self.state.remove_code(topology_id)

@@ -138,6 +138,21 @@ class ZooKeeperControl:
             log.info("topology %s has no assignment any more: stopping", self.topology_id)
             self._commands.put("stop")
             return
+        if executor_layout(assignment) != self._layout:
+            # A rebalance: this process's executors are not the topology's any more,
+            # and its peers may be more or fewer. Its supervisor starts the slot's
+            # worker again on the new assignment (no heartbeat from this one, which
+            # nimbus would take for the new worker's).
+            log.info("topology %s was rebalanced: stopping, to start again on the new "
+                     "assignment", self.topology_id)
+            self._commands.put("stop")
+            return
+        slots = slots_of(assignment)
+        index = self.worker.index if self.worker is not None else -1
+        if index >= len(slots) or (slots[index][0], slots[index][2]) != (self.supervisor, self.port):
+            log.info("this slot is no longer assigned worker %d: stopping", index)
+            self._commands.put("stop")
+            return
         if self._stats is not None:
             state.heartbeat(self.topology_id, self.host, self.port,
                             {"time": self._stats_time, "stats": self._stats})
@@ -149,20 +164,6 @@ class ZooKeeperControl:
             elif self._status == "active":
                 self._commands.put("deactivate")
             self._status = status
-        if executor_layout(assignment) != self._layout:
-            # A rebalance: this process's executors are not the topology's any more,
-            # and its peers may be more or fewer. Its supervisor starts the slot's
-            # worker again on the new assignment.
-            log.info("topology %s was rebalanced: stopping, to start again on the new "
-                     "assignment", self.topology_id)
-            self._commands.put("stop")
-            return
-        slots = slots_of(assignment)
-        index = self.worker.index if self.worker is not None else -1
-        if index >= len(slots) or (slots[index][0], slots[index][2]) != (self.supervisor, self.port):
-            log.info("this slot is no longer assigned worker %d: stopping", index)
-            self._commands.put("stop")
-            return
         if slots != self._slots and self.worker is not None:
             self._slots = slots
             self.worker.update_peers([WorkerSlot(h, p) for _, h, p in slots])

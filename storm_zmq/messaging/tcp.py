@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 PREFIX = "storm.messaging.tcp."
 #: How long a failed accept (out of descriptors, say) holds the accepting thread.
 ACCEPT_RETRY_PAUSE = 0.05
+#: The least time a client's handshake gets, whatever is left of its send's deadline.
+MIN_HANDSHAKE_SECONDS = 0.5
 #: A connection idle this long is checked for a peer that went away before the
 #: next write, so a restarted server does not swallow the first frame.
 IDLE_CHECK_SECONDS = 0.05
@@ -515,7 +517,7 @@ class _Client(Connection):
                 self._attempt += 1
                 continue
             self._context._tune(sock)
-            if self._key is not None and not self._authenticate(sock):
+            if self._key is not None and not self._authenticate(sock, deadline):
                 sock.close()
                 self._connect_failures += 1
                 self._next_attempt_at = time.monotonic() + self._link.backoff(self._attempt)
@@ -532,12 +534,17 @@ class _Client(Connection):
             self._sock = sock
             return sock
 
-    def _authenticate(self, sock: socket.socket) -> bool:
-        """Run the client side of the handshake, bounded by `HANDSHAKE_TIMEOUT`;
-        False (counted and logged) when it fails. Not by the send's deadline: like
-        the connect before it (bounded by `connect.timeout.ms`), an attempt once
-        made runs to its end, or send.timeout.ms 0 could never authenticate."""
-        limit = time.monotonic() + HANDSHAKE_TIMEOUT
+    def _authenticate(self, sock: socket.socket, deadline: float | None) -> bool:
+        """Run the client side of the handshake, bounded by `HANDSHAKE_TIMEOUT` and
+        the send's deadline, but given at least `MIN_HANDSHAKE_SECONDS`: cut to a
+        deadline already passed (send.timeout.ms 0), it could never succeed; left
+        unbounded by it, a peer that accepts and never answers would hold a sender
+        that must not wait (the backpressure thread) for seconds. False (counted
+        and logged) when it fails."""
+        now = time.monotonic()
+        limit = now + HANDSHAKE_TIMEOUT
+        if deadline is not None:
+            limit = min(limit, max(deadline, now + MIN_HANDSHAKE_SECONDS))
         handshake = ClientHandshake(self._key, self._storm_id)  # type: ignore[arg-type]
         try:
             sock.settimeout(max(0.001, limit - time.monotonic()))

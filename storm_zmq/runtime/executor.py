@@ -273,6 +273,7 @@ class Executor(threading.Thread):
         self._acks_out: dict[int, int] = {}  # root -> XOR of this batch's acks
         # Output buffered beyond this is published mid-batch, bounding memory.
         self._max_buffered = int(worker.conf.get("topology.transfer.batch.size") or 1000)
+        self._max_payload = worker.max_payload  # set by the worker before executors exist
         self.failure: ComponentFailed | None = None
         self.stop_requested = threading.Event()
         # counters, read by the worker's stats loop (metrics: docs/observability.md)
@@ -452,7 +453,7 @@ class Executor(threading.Thread):
         and setting named; found later, by the send thread, it would take the rest
         of its batch with it."""
         payload = encode_tuple(source, stream, roots, values, self.component)
-        limit = self.worker.max_payload
+        limit = self._max_payload
         if limit is not None and len(payload) > limit:
             raise TupleTooLarge(
                 f"component {self.component!r}, stream {stream!r}: a tuple of {len(payload):,} "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import reprlib
 import signal
 import socket
 import sys
@@ -99,7 +100,7 @@ def _check_picklable(conf: dict[str, Any]) -> None:
             try:
                 pickle.dumps(value)
             except Exception as exc:
-                raise RunError(f"config {key!r}: {value!r} cannot be passed to the worker "
+                raise RunError(f"config {key!r}: {reprlib.repr(value)} cannot be passed to the worker "
                                f"processes ({type(exc).__name__}: {exc})") from None
         raise
 

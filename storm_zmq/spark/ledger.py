@@ -52,7 +52,7 @@ class PartitionLedger:
     for emission with `take_new` (new rows, in order) and `take_replay` (failed
     rows, first in first out, before new ones); `ack` and `fail` settle what was
     handed out. A partition is done when every row was handed out and acked (or
-    given up after `max_fails` failures); the ledger is done when every partition
+    given up when it fails more than `max_fails` times); the ledger is done when every partition
     of the task is. Acks and fails of rows that are not in flight (duplicates, a
     partition already done) are ignored.
     """
@@ -183,7 +183,7 @@ class PartitionLedger:
 
     def fail(self, partition: int, row: int) -> bool:
         """Row failed (or timed out); True when it was queued for replay, False when
-        ignored or given up (after `max_fails` failures it counts as settled)."""
+        ignored or given up (failed more than `max_fails` times, it counts as settled)."""
         state = self._open.get(partition)
         if state is None or row not in state.pending:
             return False

@@ -25,7 +25,7 @@ def test_a_kill_during_a_rebalances_wait_wins(
     overrides = [arg for key, value in zk_conf.items() for arg in ("-o", f"{key}={json.dumps(value)}")]
     result: list[int] = []
     rebalance = threading.Thread(
-        target=lambda: result.append(main(["rebalance", "ids", "-w", "1.5", "-n", "1", *overrides])))
+        target=lambda: result.append(main(["rebalance", "ids", "-w", "5", "-n", "1", *overrides])))
     rebalance.start()
     deadline = time.monotonic() + 10
     while (state.get_topology(TID) or {}).get("status") != "inactive":  # it is waiting now

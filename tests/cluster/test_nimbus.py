@@ -94,10 +94,10 @@ def test_a_rebalance_waiting_for_slots_still_has_its_dead_workers_moved(nimbus: 
 
 def test_code_and_secrets_of_an_interrupted_submit_are_removed_once_expired(
         make_state: Factory, zk_conf: dict[str, Any]) -> None:
-    def monitor_with(expiry: int) -> Nimbus:
-        leader = Nimbus({**DEFAULTS, **zk_conf, "nimbus.inbox.jar.expiration.secs": expiry})
+    def monitor_after(seconds: float) -> Nimbus:
+        leader = Nimbus({**DEFAULTS, **zk_conf, "nimbus.inbox.jar.expiration.secs": 3600})
         leader.state = make_state()
-        leader.monitor()
+        leader.monitor(now=time.time() + seconds)
         return leader
 
     state = make_state()
@@ -105,8 +105,8 @@ def test_code_and_secrets_of_an_interrupted_submit_are_removed_once_expired(
     state.set_secrets("half-1", {"hmac_key": "00"})
     one_worker_topology(state, Slot("s1", "h1", 6700), launched=time.time())
     state.put_code(TID, b"zip")
-    monitor_with(3600)  # a submit may still be writing its topology
+    monitor_after(60)  # a submit may still be writing its topology
     assert state.get_code("half-1") == b"zip" and state.get_secrets("half-1") is not None
-    monitor_with(0)
+    monitor_after(3600 + 60)
     assert state.get_code("half-1") is None and state.get_secrets("half-1") is None
     assert state.get_code(TID) == b"zip"  # a topology's own code stays
