@@ -4,6 +4,7 @@ tests never see each other's nodes."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -121,3 +122,8 @@ def raw_client(zookeeper: ZooKeeperServer) -> Iterator[KazooClient]:
     yield client
     client.stop()
     client.close()
+
+
+def cli_overrides(conf: dict[str, Any]) -> list[str]:
+    """`-o key=value` arguments giving a `storm-zmq` command `conf` (values as JSON)."""
+    return [arg for key, value in conf.items() for arg in ("-o", f"{key}={json.dumps(value)}")]

@@ -223,14 +223,16 @@ def _component_labels(s: TopologySummary, c: ComponentSummary) -> Labels:
 
 def _component_worker_labels(s: TopologySummary, c: ComponentSummary,
                              w: ComponentOnWorker) -> Labels:
-    return _component_labels(s, c) + (
-        ("host", w.host or ""), ("port", "" if w.port is None else str(w.port)),
-        ("worker", "" if w.worker is None else str(w.worker)))
+    return _component_labels(s, c) + _where(w)
 
 
 def _worker_labels(s: TopologySummary, w: WorkerSummary) -> Labels:
-    return (("topology", s.name), ("host", w.host or ""),
-            ("port", "" if w.port is None else str(w.port)),
+    return (("topology", s.name), *_where(w))
+
+
+def _where(w: WorkerSummary | ComponentOnWorker) -> Labels:
+    """The labels that name a worker: host, port and index."""
+    return (("host", w.host or ""), ("port", "" if w.port is None else str(w.port)),
             ("worker", "" if w.worker is None else str(w.worker)))
 
 

@@ -24,6 +24,7 @@ from storm_zmq.cluster.state import (
 )
 from storm_zmq.messaging.auth import TopologySecrets
 from tests.cluster.test_cluster import Cluster, all_ids_arrive, wait_for
+from tests.zk_fixtures import cli_overrides
 
 DAEMONS = {"storm.zookeeper.auth.scheme": "digest",
            "storm.zookeeper.auth.payload": "storm:s3cret"}
@@ -180,7 +181,7 @@ def test_a_command_the_cluster_refuses_is_one_error_line_and_changes_nothing(
         secured: ClusterState, zk_conf: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     from storm_zmq.cli.main import main
 
-    overrides = [arg for key, value in zk_conf.items() for arg in ("-o", f"{key}={json.dumps(value)}")]
+    overrides = cli_overrides(zk_conf)
     code = main(["deactivate", "t", *overrides])  # no storm.zookeeper.auth.*: refused
     _, err = capsys.readouterr()
     assert code == 2

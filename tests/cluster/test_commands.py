@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -12,6 +11,7 @@ import pytest
 
 from storm_zmq.cli.main import main
 from storm_zmq.cluster.state import ClusterState
+from tests.zk_fixtures import cli_overrides
 
 TID = "ids-1"
 
@@ -22,7 +22,7 @@ def test_a_kill_during_a_rebalances_wait_wins(
     state = make_state()
     state.set_topology(TID, {"name": "ids", "status": "active", "num_workers": 2,
                              "conf": {"topology.message.timeout.secs": 30}})
-    overrides = [arg for key, value in zk_conf.items() for arg in ("-o", f"{key}={json.dumps(value)}")]
+    overrides = cli_overrides(zk_conf)
     result: list[int] = []
     rebalance = threading.Thread(
         target=lambda: result.append(main(["rebalance", "ids", "-w", "5", "-n", "1", *overrides])))
