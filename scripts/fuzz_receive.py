@@ -4,7 +4,7 @@
 One input is a frame as a peer would send it. It goes through what a worker does
 with it: `decode_frame` (refusals are `FrameError`), routing by task id as
 `Worker._receive_loop` does (tasks not in this worker are refused), then per message
-`decode_tuple` and `WorkerState.make_tuple` against the real topology and assignment
+`decode_tuples` and `WorkerState.make_tuples` against the real topology and assignment
 of tests/runtime/project/topologies/cluster_ids.py on two workers (refusals are
 `MalformedTuple`), then for system streams `check_system_tuple` and the acker /
 spout bookkeeping the executors would run. Anything else raised is a bug: atheris
@@ -42,7 +42,7 @@ with atheris.instrument_imports():
     from storm_zmq.messaging.wire import FrameError, decode_frame, encode_batch
     from storm_zmq.runtime.acking import ACKER_INIT_STREAM_ID, AckerState, SpoutPending
     from storm_zmq.runtime.assignment import ACKER, WorkerSlot, acker_executors, assign
-    from storm_zmq.runtime.serialization import MalformedTuple, decode_tuple
+    from storm_zmq.runtime.serialization import MalformedTuple, decode_tuples
     from storm_zmq.runtime.worker import WorkerState
     from storm_zmq.topology import load_topology
 
@@ -75,19 +75,20 @@ def receive(frame: bytes) -> None:
             continue  # refused as unknown_task (or a control message)
         target = STATE.assignment.task_component[message.task]
         try:
-            source, stream, roots, values = decode_tuple(message.message)
-            STATE.make_tuple(source, stream, roots, values, message.task)  # checks system tuples too
+            source, stream, roots, batch = decode_tuples(message.message)
+            STATE.make_tuples(source, stream, roots, batch, message.task)  # checks system tuples too
             if stream.startswith("__"):
-                if target == ACKER:
-                    acker = AckerState(30)
-                    if stream == ACKER_INIT_STREAM_ID:
-                        acker.init(*values)
-                    elif len(values) == 2:
-                        acker.ack(*values)
+                for values in batch:
+                    if target == ACKER:
+                        acker = AckerState(30)
+                        if stream == ACKER_INIT_STREAM_ID:
+                            acker.init(*values)
+                        elif len(values) == 2:
+                            acker.ack(*values)
+                        else:
+                            acker.fail(values[0])
                     else:
-                        acker.fail(values[0])
-                else:
-                    SpoutPending(30).ack(values[0])
+                        SpoutPending(30).ack(values[0])
         except MalformedTuple:
             continue
 
@@ -101,7 +102,7 @@ def one_input(data: bytes) -> None:
     task = TASKS[provider.ConsumeIntInRange(0, len(TASKS) - 1)]
     if provider.ConsumeBool():
         payload = provider.ConsumeBytes(provider.remaining_bytes())
-    else:  # a well-formed msgpack tuple with fuzzed fields
+    else:  # a well-formed payload of one tuple with fuzzed fields
         source = provider.ConsumeIntInRange(-2, 12)
         stream = provider.PickValueInList(
             ["default", "nope", "__ack_init", "__ack_ack", "__ack_fail", "__tick", ""])
@@ -110,7 +111,7 @@ def one_input(data: bytes) -> None:
         roots = None if provider.ConsumeBool() else {provider.ConsumeIntInRange(0, 2**64 - 1):
                                                      provider.ConsumeIntInRange(0, 2**64 - 1)}
         try:
-            payload = msgpack.packb([source, stream, roots, values])
+            payload = msgpack.packb([[values], source, stream, None if roots is None else [roots]])
         except (OverflowError, TypeError, ValueError):
             return
     frames = encode_batch([TaskMessage(task, payload)], 1 << 18, MAX_FRAME)

@@ -117,6 +117,7 @@ class Inbound:
     `offer` never blocks (unless the overflow bound is reached, when it calls
     `wait_put`); `drain` moves waiting batches on as queues make room. Both return
     whether the set of throttled tasks changed, which the worker then announces.
+    A batch weighs the tuples it carries (`weight`), as in its queue.
     """
 
     def __init__(
@@ -124,13 +125,13 @@ class Inbound:
         queues: Mapping[int, Any],
         executor_tasks: Mapping[int, Iterable[int]],
         overflow_limit: int,
-        wait_put: Callable[[Any, list[Any]], None],
+        wait_put: Callable[[Any, list[Any], int], None],
     ) -> None:
         self._queues = queues
         self._tasks = {e: tuple(tasks) for e, tasks in executor_tasks.items()}
         self._limit = overflow_limit
         self._wait_put = wait_put
-        self._overflow: dict[int, deque[list[Any]]] = {}
+        self._overflow: dict[int, deque[tuple[list[Any], int]]] = {}
         self._overflow_items: dict[int, int] = {}
         self._throttled_executors: set[int] = set()
         #: Times an executor became throttled (what the metrics call events).
@@ -155,10 +156,12 @@ class Inbound:
     def overflow_items(self) -> int:
         return sum(self._overflow_items.values())
 
-    def offer(self, executor: int, batch: list[Any]) -> bool:
+    def offer(self, executor: int, batch: list[Any], weight: int | None = None) -> bool:
+        if weight is None:
+            weight = len(batch)
         queue = self._queues[executor]
         waiting = self._overflow.get(executor)
-        if waiting is None and queue.put(batch, timeout=0):
+        if waiting is None and queue.put(batch, timeout=0, weight=weight):
             return False
         if waiting is None:
             waiting = self._overflow[executor] = deque()
@@ -166,11 +169,11 @@ class Inbound:
         if self._overflow_items[executor] >= self._limit:
             # The bound is reached: move the oldest on, waiting for room (the old
             # whole-worker backpressure, so that memory stays bounded).
-            oldest = waiting.popleft()
-            self._overflow_items[executor] -= len(oldest)
-            self._wait_put(queue, oldest)
-        waiting.append(batch)
-        self._overflow_items[executor] += len(batch)
+            oldest, oldest_weight = waiting.popleft()
+            self._overflow_items[executor] -= oldest_weight
+            self._wait_put(queue, oldest, oldest_weight)
+        waiting.append((batch, weight))
+        self._overflow_items[executor] += weight
         if executor not in self._throttled_executors:
             self._throttled_executors.add(executor)
             self.events += 1
@@ -184,8 +187,8 @@ class Inbound:
         for executor in list(self._overflow):
             queue = self._queues[executor]
             waiting = self._overflow[executor]
-            while waiting and queue.put(waiting[0], timeout=0):
-                self._overflow_items[executor] -= len(waiting.popleft())
+            while waiting and queue.put(waiting[0][0], timeout=0, weight=waiting[0][1]):
+                self._overflow_items[executor] -= waiting.popleft()[1]
             if not waiting:
                 del self._overflow[executor]
                 del self._overflow_items[executor]

@@ -23,7 +23,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from storm_zmq.component import (
@@ -53,8 +53,8 @@ from storm_zmq.runtime.serialization import (
     MalformedTuple,
     TupleId,
     TupleTooLarge,
-    decode_tuple,
-    encode_tuple,
+    decode_tuples,
+    encode_tuples,
 )
 
 if TYPE_CHECKING:
@@ -76,9 +76,22 @@ MAX_OPEN_SAMPLES = 1000
 
 
 class RemoteBatch(list):
-    """TaskMessages for one remote worker, as one element of the transfer queue."""
+    """TaskMessages for one remote worker, as one element of the transfer queue;
+    `tuples` is how many tuples their payloads carry (what the queue counts)."""
 
-    __slots__ = ("worker",)
+    __slots__ = ("worker", "tuples")
+
+
+class _PendingRun:
+    """Tuples buffered for one remote task, from one source task, on one stream,
+    in emit order: one payload at flush."""
+
+    __slots__ = ("stream", "roots", "values")
+
+    def __init__(self, stream: str) -> None:
+        self.stream = stream
+        self.roots: list[dict[int, int] | None] = []
+        self.values: list[Sequence[Any]] = []
 
 
 class ComponentFailed(Exception):
@@ -209,7 +222,7 @@ class TaskCollector:
         """topology.testing.always.try.serialize and topology.debug, off the hot path."""
         executor = self._executor
         if executor.try_serialize:  # what a remote target would need, checked for all
-            executor._encode_remote(self._task, route.stream, None, values)
+            executor._encode_remote(self._task, route.stream, None, [values])
         if executor.debug:
             log.info(
                 "emit component=%s task=%d stream=%s values=%r -> tasks %s",
@@ -268,7 +281,9 @@ class Executor(threading.Thread):
         self._ackers = worker.assignment.ackers
         self._rng = random.Random()  # seeded from os.urandom in this process: never shared
         self._out_local: dict[int, list[tuple[int, Any]]] = {}
-        self._out_remote: dict[int, RemoteBatch] = {}
+        # (target task, source task) -> what that source task emitted to that remote
+        # task since the last flush, in runs of one stream (see _remote)
+        self._out_remote: dict[tuple[int, int], list[_PendingRun]] = {}
         self._buffered = 0
         self._acks_out: dict[int, int] = {}  # root -> XOR of this batch's acks
         # Output buffered beyond this is published mid-batch, bounding memory.
@@ -350,17 +365,28 @@ class Executor(threading.Thread):
 
     # -- input ----------------------------------------------------------------------
 
-    def _decode(self, task: int, item: Any) -> Tuple | None:
-        """A local item is already a Tuple; a remote one is payload bytes."""
+    def _tuples_of(self, batch: list[tuple[int, Any]]) -> Iterator[tuple[int, Tuple]]:
+        """(task, tuple) for every tuple of an input batch (off the bolts' hot path,
+        which does the same inline)."""
+        for task, item in batch:
+            if type(item) is bytes:
+                for tup in self._decode(task, item):
+                    yield task, tup
+            else:
+                yield task, item
+
+    def _decode(self, task: int, item: Any) -> Sequence[Tuple]:
+        """The tuples of one input item: a local item is a Tuple; a remote one is
+        payload bytes, the tuples one task sent to `task` on one stream."""
         if type(item) is not bytes:
-            return item
+            return (item,)
         try:
-            source, stream, roots, values = decode_tuple(item)
-            return self.worker.make_tuple(source, stream, roots, values, task)
+            source, stream, roots, values = decode_tuples(item)
+            return self.worker.make_tuples(source, stream, roots, values, task)
         except MalformedTuple as exc:
             self.malformed += 1
-            self.worker.refused.record("tuple", f"tuple for task {task}: {exc}")
-            return None
+            self.worker.refused.record("tuple", f"payload for task {task}: {exc}")
+            return ()
 
     # -- output ---------------------------------------------------------------------
 
@@ -372,7 +398,7 @@ class Executor(threading.Thread):
         location = self._task_location
         out_local = self._out_local
         tup = None
-        payload = None
+        snapshot = None
         self.transferred += len(targets)
         for target in targets:
             where = location[target]
@@ -386,9 +412,9 @@ class Executor(threading.Thread):
                 batch.append((target, tup))
                 self._buffered += 1
             else:
-                if payload is None:
-                    payload = self._encode_remote(source, route.stream, None, values)
-                self._remote(-1 - where, TaskMessage(target, payload))
+                if snapshot is None:
+                    snapshot = tuple(values)
+                self._remote(target, source, route.stream, None, snapshot)
         if self._buffered >= self._max_buffered:
             self.flush()
 
@@ -406,8 +432,7 @@ class Executor(threading.Thread):
                              _new(route.values_cls, values))),
             )
         else:
-            payload = self._encode_remote(source, route.stream, roots or None, values)
-            self._remote(-1 - where, TaskMessage(target, payload))
+            self._remote(target, source, route.stream, roots or None, tuple(values))
         if self._buffered >= self._max_buffered:
             self.flush()
 
@@ -436,8 +461,7 @@ class Executor(threading.Thread):
         if where >= 0:
             self._local(where, target, _new(Tuple, (None, self.component, stream, source, values)))
         else:
-            payload = self._encode_remote(source, stream, None, values)
-            self._remote(-1 - where, TaskMessage(target, payload))
+            self._remote(target, source, stream, None, values)
         if self._buffered >= self._max_buffered:
             self.flush()
 
@@ -446,22 +470,28 @@ class Executor(threading.Thread):
         self._send_system(source, acker, stream, values)
 
     def _encode_remote(
-        self, source: int, stream: str, roots: dict[int, int] | None, values: Sequence[Any]
-    ) -> bytes:
-        """A tuple's payload for another worker. One the transport could not carry
-        is refused here, inside the emit that made it, with the component, stream
+        self, source: int, stream: str, roots: list[Any] | None, values: list[Any]
+    ) -> list[bytes]:
+        """The payloads that carry these tuples to another worker: one, or more when
+        one would be larger than the transport carries. A single tuple that large is
+        refused here, in the executor that emitted it, with the component, stream
         and setting named; found later, by the send thread, it would take the rest
         of its batch with it."""
-        payload = encode_tuple(source, stream, roots, values, self.component)
+        payload = encode_tuples(source, stream, roots, values, self.component)
         limit = self._max_payload
-        if limit is not None and len(payload) > limit:
+        if limit is None or len(payload) <= limit:
+            return [payload]
+        if len(values) == 1:
             raise TupleTooLarge(
                 f"component {self.component!r}, stream {stream!r}: a tuple of {len(payload):,} "
                 f"bytes serialized, more than the transport carries to another worker "
                 f"({limit:,} bytes; raise {self.worker.max_payload_setting or 'its max frame size'}, "
                 "or emit smaller tuples)"
             )
-        return payload
+        half = len(values) // 2
+        return self._encode_remote(
+            source, stream, roots and roots[:half], values[:half]
+        ) + self._encode_remote(source, stream, roots and roots[half:], values[half:])
 
     # _local and _remote only buffer; every delivery path checks the bound once at
     # its end, so a flush never happens while a caller holds a buffer.
@@ -472,12 +502,26 @@ class Executor(threading.Thread):
         batch.append((target, tup))
         self._buffered += 1
 
-    def _remote(self, worker: int, message: TaskMessage) -> None:
-        batch = self._out_remote.get(worker)
-        if batch is None:
-            batch = self._out_remote[worker] = RemoteBatch()
-            batch.worker = worker
-        batch.append(message)
+    def _remote(
+        self, target: int, source: int, stream: str, roots: dict[int, int] | None,
+        values: Sequence[Any],
+    ) -> None:
+        """Buffer a tuple for a task of another worker. Each run of tuples on one
+        stream becomes one payload, and runs are sent in order, so a remote task
+        gets a source task's tuples in emit order, across streams too, as a local
+        task does."""
+        key = (target, source)
+        runs = self._out_remote.get(key)
+        if runs is None:
+            run = _PendingRun(stream)
+            self._out_remote[key] = [run]
+        else:
+            run = runs[-1]
+            if run.stream != stream:
+                run = _PendingRun(stream)
+                runs.append(run)
+        run.roots.append(roots)
+        run.values.append(values)
         self._buffered += 1
 
     def flush(self) -> None:
@@ -505,17 +549,40 @@ class Executor(threading.Thread):
         cyclic = self._cyclic_executors
         for executor, batch in local.items():
             self._put(queues[executor], batch, executor in cyclic)
+        if not remote:
+            return
+        location = self._task_location
+        batches: dict[int, RemoteBatch] = {}
+        for (target, source), runs in remote.items():
+            worker = -1 - location[target]
+            batch = batches.get(worker)
+            if batch is None:
+                batch = batches[worker] = RemoteBatch()
+                batch.worker = worker
+                batch.tuples = 0
+            for run in runs:
+                roots = run.roots if any(run.roots) else None
+                try:
+                    payloads = self._encode_remote(source, run.stream, roots, run.values)
+                except BaseException as exc:
+                    exc._storm_task = source  # type: ignore[attr-defined]
+                    raise
+                batch.extend([TaskMessage(target, payload) for payload in payloads])
+                batch.tuples += len(run.values)
         throttle = self.worker.throttle
-        for batch in remote.values():
+        for batch in batches.values():
             if throttle.throttled:
                 self._hold_while_throttled(batch)
-            self._put(self.worker.transfer, batch)
+            self._put(self.worker.transfer, batch, weight=batch.tuples)
 
-    def _put(self, queue: BatchQueue[Any], batch: list[Any], cyclic: bool = False) -> None:
-        while not queue.put(batch, timeout=0.05):
+    def _put(
+        self, queue: BatchQueue[Any], batch: list[Any], cyclic: bool = False,
+        weight: int | None = None,
+    ) -> None:
+        while not queue.put(batch, timeout=0.05, weight=weight):
             if cyclic and self._input_full():
                 # the consumer may be waiting for us: go past its bound by one batch
-                queue.put(batch, force=True)
+                queue.put(batch, force=True, weight=weight)
                 return
             self._while_blocked()
 
@@ -602,9 +669,11 @@ class BoltExecutor(Executor):
         try:
             for task, tup in items:
                 if type(tup) is bytes:  # from another worker: decoded here
-                    tup = self._decode(task, tup)
-                    if tup is None:
-                        continue
+                    run = components[task]._run_process
+                    for one in self._decode(task, tup):
+                        run(one)
+                        executed += 1
+                    continue
                 components[task]._run_process(tup)
                 executed += 1
         except BaseException as exc:
@@ -614,19 +683,15 @@ class BoltExecutor(Executor):
             self.executed += executed
 
     def _run_one(self, task: int, item: Any, sampled_at: float) -> None:
-        tup = self._decode(task, item)
-        if tup is None:
+        """An input item whose first tuple is followed to its ack."""
+        tups = self._decode(task, item)
+        if not tups:
             return
         samples = self._process_samples
         if len(samples) >= MAX_OPEN_SAMPLES:
             samples.clear()  # never acked (or acked elsewhere): start over
-        samples[id(tup)] = (tup, sampled_at)
-        try:
-            self.components[task]._run_process(tup)
-        except BaseException as exc:
-            exc._storm_task = task  # type: ignore[attr-defined]
-            raise
-        self.executed += 1
+        samples[id(tups[0])] = (tups[0], sampled_at)
+        self._run_batch([(task, tup) for tup in tups])
 
 
 class AckerExecutor(Executor):
@@ -642,10 +707,7 @@ class AckerExecutor(Executor):
         next_rotation = time.monotonic() + interval
         while not self.stop_requested.is_set():
             for batch in incoming.get_all(timeout=0.05):
-                for task, item in batch:
-                    tup = self._decode(task, item)
-                    if tup is None:
-                        continue
+                for task, tup in self._tuples_of(batch):
                     stream, values = tup.stream, tup.values
                     if stream == ACKER_ACK_STREAM_ID:
                         outcome = state.ack(values[0], values[1])
@@ -789,10 +851,7 @@ class SpoutExecutor(Executor):
     def _handle_batch(self, batch: list[tuple[int, Any]]) -> None:
         pending = self.pending
         components = self.components
-        for task, item in batch:
-            tup = self._decode(task, item)
-            if tup is None:
-                continue
+        for _task, tup in self._tuples_of(batch):
             if tup.stream == ACKER_ACK_STREAM_ID:
                 entry = pending.ack(tup.values[0])
                 if entry is not None:

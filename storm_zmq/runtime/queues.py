@@ -1,11 +1,12 @@
 """The bounded queue between threads of a worker.
 
 Elements are lists, never single items: batching is what makes Python fast enough,
-and one lock round trip moves a whole batch. The bound counts items (tuples), as
-Storm's `topology.executor.receive.buffer.size` does; a put that would pass the bound
-blocks its producer, so a slow consumer slows its producers instead of growing
-memory. A put is admitted while the queue holds less than `capacity` items, so the
-most a queue ever holds is `capacity` plus one batch.
+and one lock round trip moves a whole batch. The bound counts tuples, as Storm's
+`topology.executor.receive.buffer.size` does: a batch weighs its length, or what
+its producer says (a batch of remote payloads weighs the tuples they carry). A put
+that would pass the bound blocks its producer, so a slow consumer slows its
+producers instead of growing memory. A put is admitted while the queue holds less
+than `capacity`, so the most a queue ever holds is `capacity` plus one batch.
 """
 
 from __future__ import annotations
@@ -41,16 +42,22 @@ class BatchQueue(Generic[T]):
         self.backlog = 0
 
     def __len__(self) -> int:
-        """Items (not batches) queued now."""
+        """Tuples (not batches) queued now."""
         return self._items
 
-    def put(self, batch: list[T], timeout: float | None = None, force: bool = False) -> bool:
+    def put(
+        self, batch: list[T], timeout: float | None = None, force: bool = False,
+        weight: int | None = None,
+    ) -> bool:
         """Queue `batch`, waiting while the queue is full; False if `timeout`
-        seconds passed first. An empty batch is accepted and dropped. `force` admits
-        the batch past the bound: only for breaking a cycle of waiting producers
-        (see `storm_zmq.runtime.backpressure`)."""
+        seconds passed first. An empty batch is accepted and dropped. `weight` is
+        the tuples the batch holds, when that is not its length. `force` admits the
+        batch past the bound: only for breaking a cycle of waiting producers (see
+        `storm_zmq.runtime.backpressure`)."""
         if not batch:
             return True
+        if weight is None:
+            weight = len(batch)
         with self._not_full:
             if self._items >= self.capacity and not force:
                 deadline = None if timeout is None else time.monotonic() + timeout
@@ -64,8 +71,8 @@ class BatchQueue(Generic[T]):
             if self._closed:
                 raise QueueClosed()
             self._batches.append(batch)
-            self._items += len(batch)
-            self.backlog += len(batch)
+            self._items += weight
+            self.backlog += weight
             self._not_empty.notify()
             return True
 

@@ -1,9 +1,19 @@
-"""How a tuple travels inside a TaskMessage payload to another worker.
+"""How tuples travel inside a TaskMessage payload to another worker.
 
-Only tuples for remote tasks are serialized; local ones move as objects. A payload
-is the msgpack array ``[source_task, stream, roots, values]``: `roots` maps each
-root id of the tuple's trees to this tuple's edge id (Storm's MessageId), or is nil
-for an untracked tuple. Ids are unsigned 64-bit, which msgpack carries as is.
+Only tuples for remote tasks are serialized; local ones move as objects. One payload
+carries every tuple one task emitted on one stream to one remote task since its
+executor last flushed (a batch of up to `topology.transfer.batch.size`): per-message
+costs (a msgpack call, a TaskMessage, the transport's framing, the receive thread's
+routing, the receiver's topology checks) are paid once per batch instead of once per
+tuple, which is most of what a tuple crossing workers costs (docs/benchmarks.md).
+
+A payload is the msgpack array ``[values, source_task, stream, roots]``: `values` an
+array with one array of field values per tuple; `roots` nil when no tuple of the
+batch is tracked, else one entry per tuple, nil or a map of each root id of the
+tuple's trees to this tuple's edge id (Storm's MessageId). Ids are unsigned 64-bit,
+which msgpack carries as is. `values` comes first so that the receive thread can
+read the batch's size from the payload's first bytes (`payload_tuple_count`) and
+count it against the receiving executor's queue bound without decoding it.
 """
 
 from __future__ import annotations
@@ -52,6 +62,25 @@ class TupleId:
         return "TupleId(" + ", ".join(f"{r:x}:{e:x}" for r, e in self.roots.items()) + ")"
 
 
+def encode_tuples(
+    source_task: int,
+    stream: str,
+    roots: Sequence[dict[int, int] | None] | None,
+    values: Sequence[Sequence[Any]],
+    component: str,
+) -> bytes:
+    """One payload for the tuples one task emitted on one stream to one remote task
+    since the last flush. `roots` is None when none of them is tracked."""
+    try:
+        pack = _thread.pack
+    except AttributeError:
+        pack = _thread.pack = msgpack.Packer(autoreset=True).pack
+    try:
+        return pack((values, source_task, stream, roots))
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise SerializationError(_explain_batch(values, component, stream, exc)) from None
+
+
 def encode_tuple(
     source_task: int,
     stream: str,
@@ -59,35 +88,58 @@ def encode_tuple(
     values: Sequence[Any],
     component: str,
 ) -> bytes:
-    try:
-        pack = _thread.pack
-    except AttributeError:
-        pack = _thread.pack = msgpack.Packer(autoreset=True).pack
-    try:
-        return pack((source_task, stream, roots, values))
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise SerializationError(_explain(values, component, stream, exc)) from None
+    """A payload of one tuple."""
+    return encode_tuples(source_task, stream, None if roots is None else (roots,), (values,), component)
 
 
-def decode_tuple(payload: bytes) -> tuple[int, str, dict[int, int] | None, list[Any]]:
+def decode_tuples(
+    payload: bytes,
+) -> tuple[int, str, list[dict[int, int] | None] | None, list[list[Any]]]:
     """Decode and check a payload. Values decode as lists (msgpack has one array
     type), which is what a bolt sees from a local emitter of lists too."""
     try:
         decoded = msgpack.unpackb(payload, use_list=True, strict_map_key=False)
     except Exception as exc:  # msgpack raises many kinds; all mean "not a tuple"
-        raise MalformedTuple(f"payload is not a tuple: {exc!r}") from None
+        raise MalformedTuple(f"payload is not a batch of tuples: {exc!r}") from None
     if type(decoded) is not list or len(decoded) != 4:
         raise MalformedTuple("payload is not a 4-element array")
-    source_task, stream, roots, values = decoded
+    values, source_task, stream, roots = decoded
     if type(source_task) is not int or type(stream) is not str or type(values) is not list:
         raise MalformedTuple("payload fields have the wrong types")
+    if not values:
+        raise MalformedTuple("payload carries no tuple")
+    for tuple_values in values:
+        if type(tuple_values) is not list:
+            raise MalformedTuple("a tuple's values are not an array")
     if roots is not None:
-        if type(roots) is not dict or not all(
-            type(root) is int and type(edge) is int and 0 < root <= _U64 and 0 <= edge <= _U64
-            for root, edge in roots.items()
-        ):
-            raise MalformedTuple("tuple roots are not a map of 64-bit ids")
+        if type(roots) is not list or len(roots) != len(values):
+            raise MalformedTuple("tuple roots are not one entry per tuple")
+        for tuple_roots in roots:
+            if tuple_roots is not None and (type(tuple_roots) is not dict or not all(
+                type(root) is int and type(edge) is int and 0 < root <= _U64 and 0 <= edge <= _U64
+                for root, edge in tuple_roots.items()
+            )):
+                raise MalformedTuple("tuple roots are not a map of 64-bit ids")
     return source_task, stream, roots, values
+
+
+def payload_tuple_count(payload: bytes) -> int:
+    """How many tuples a payload carries, read from its first bytes (the header of
+    its `values` array) without decoding it. A payload that does not start like
+    one counts as 1 (its executor refuses it when it decodes it), and no payload
+    counts as more tuples than it has bytes, whatever its header claims."""
+    if len(payload) < 2 or payload[0] != 0x94:  # a 4-element fixarray
+        return 1
+    head = payload[1]
+    if 0x90 <= head <= 0x9F:  # fixarray
+        count = head - 0x90
+    elif head == 0xDC:  # array 16
+        count = int.from_bytes(payload[2:4], "big")
+    elif head == 0xDD:  # array 32
+        count = int.from_bytes(payload[2:6], "big")
+    else:
+        return 1
+    return max(1, min(count, len(payload)))
 
 
 # What each system stream carries between workers: the acker protocol is the only
@@ -148,15 +200,18 @@ def check_system_tuple(
             )
 
 
-def _explain(values: Sequence[Any], component: str, stream: str, exc: Exception) -> str:
-    for index, value in enumerate(values):
-        try:
-            msgpack.packb(value)
-        except Exception:
-            return (
-                f"component {component!r}, stream {stream!r}: value {index} of the tuple is a "
-                f"{type(value).__module__}.{type(value).__qualname__}, which cannot be "
-                "serialized (msgpack carries None, bool, int, float, str, bytes, and "
-                "lists/tuples/dicts of those)"
-            )
+def _explain_batch(
+    batch: Sequence[Sequence[Any]], component: str, stream: str, exc: Exception
+) -> str:
+    for values in batch:
+        for index, value in enumerate(values):
+            try:
+                msgpack.packb(value)
+            except Exception:
+                return (
+                    f"component {component!r}, stream {stream!r}: value {index} of the tuple "
+                    f"is a {type(value).__module__}.{type(value).__qualname__}, which cannot "
+                    "be serialized (msgpack carries None, bool, int, float, str, bytes, and "
+                    "lists/tuples/dicts of those)"
+                )
     return f"component {component!r}, stream {stream!r}: tuple cannot be serialized: {exc}"

@@ -49,7 +49,12 @@ from storm_zmq.runtime.executor import (
     executor_class,
 )
 from storm_zmq.runtime.queues import BatchQueue, QueueClosed
-from storm_zmq.runtime.serialization import MalformedTuple, TupleId, check_system_tuple
+from storm_zmq.runtime.serialization import (
+    MalformedTuple,
+    TupleId,
+    check_system_tuple,
+    payload_tuple_count,
+)
 from storm_zmq.runtime.tuning import CollectionClock, pin_worker, tune_gc
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.grouping import make_chooser
@@ -191,26 +196,60 @@ class WorkerState:
         return routes
 
     def make_tuple(
-        self, source: int, stream: str, roots: dict[int, int] | None, values: tuple[Any, ...],
+        self, source: int, stream: str, roots: dict[int, int] | None, values: Sequence[Any],
         target: int,
     ) -> Tuple:
-        """A Tuple for task `target` from a decoded remote payload, checked against
-        the topology; system tuples (the acker protocol) against their shapes, since
-        the acker and spout executors use their values without looking.
+        """One Tuple for task `target`: `make_tuples` of one."""
+        return self.make_tuples(source, stream, None if roots is None else [roots], [values], target)[0]
+
+    def make_tuples(
+        self, source: int, stream: str, roots: Sequence[dict[int, int] | None] | None,
+        values: Sequence[Sequence[Any]], target: int,
+    ) -> list[Tuple]:
+        """Tuples for task `target` from a decoded remote payload (one source task,
+        one stream), checked against the topology; system tuples (the acker
+        protocol) against their shapes, since the acker and spout executors use
+        their values without looking.
 
         Every remote tuple comes through here, so what a user stream's (source
         task, stream, target task) was checked against once is remembered; only
         the arity is checked per tuple. The memo holds valid triples only, of
         which a topology has a bounded number."""
-        tuple_id = TupleId(roots) if roots else None
         known = self._checked_streams.get((source, stream, target))
-        if known is not None:
-            component, values_cls, arity = known
-            if len(values) != arity:
-                raise _arity_error(values, stream, component, arity)
-            return tuple.__new__(  # type: ignore[return-value]
-                Tuple, (tuple_id, component, stream, source, tuple.__new__(values_cls, values)),
-            )
+        if known is None:
+            known = self._check_stream(source, stream, target)
+            if known is None:  # a system stream: every tuple checked on its own
+                component = self.assignment.task_component[source]
+                for tuple_values in values:
+                    check_system_tuple(stream, source, tuple_values, from_acker=component == ACKER,
+                                       to_acker=self.assignment.task_component.get(target) == ACKER)
+                return [
+                    Tuple(TupleId(tuple_roots) if tuple_roots else None, component, stream, source,
+                          tuple_values)
+                    for tuple_roots, tuple_values in zip(roots or [None] * len(values), values)
+                ]
+        component, values_cls, arity = known
+        for tuple_values in values:
+            if len(tuple_values) != arity:
+                raise _arity_error(tuple_values, stream, component, arity)
+        new = tuple.__new__
+        if roots is None:
+            return [
+                new(Tuple, (None, component, stream, source, new(values_cls, tuple_values)))
+                for tuple_values in values
+            ]
+        return [
+            new(Tuple, (TupleId(tuple_roots) if tuple_roots else None, component, stream, source,
+                        new(values_cls, tuple_values)))
+            for tuple_roots, tuple_values in zip(roots, values)
+        ]
+
+    def _check_stream(self, source: int, stream: str, target: int) -> tuple[str, Any, int] | None:
+        """What tuples from task `source` on `stream` to task `target` must be, the
+        first time they come: a user stream's (component, values class, arity),
+        remembered; None for a system stream whose receiver may take it (each of
+        its tuples is then checked against the stream's shape). Raises
+        MalformedTuple for anything else."""
         component = self.assignment.task_component.get(source)
         if component is None:
             raise MalformedTuple(f"unknown source task {source}")
@@ -219,28 +258,23 @@ class WorkerState:
             to_acker = receiver == ACKER
             if not to_acker and (receiver is None or self.definition.components[receiver].kind != "spout"):
                 raise MalformedTuple(f"system stream {stream!r} for {receiver!r}, not an acker or spout")
-            check_system_tuple(stream, source, values, from_acker=component == ACKER, to_acker=to_acker)
             if stream == ACKER_INIT_STREAM_ID and (
                 component == ACKER or self.definition.components[component].kind != "spout"
             ):  # the acker would send the tree's completion to that task's process()
                 raise MalformedTuple(f"system stream {stream!r} from {component!r}, not a spout")
-            return Tuple(tuple_id, component, stream, source, values)
+            return None
         spec = self.definition.components.get(component)
         stream_def = spec.outputs.get(stream) if spec is not None else None
         if stream_def is None:
             raise MalformedTuple(f"component {component!r} has no stream {stream!r}")
-        if len(values) != len(stream_def.fields):
-            raise _arity_error(values, stream, component, len(stream_def.fields))
         receiver = self.assignment.task_component.get(target)
         if (component, stream, receiver) not in self._subscriptions:
             raise MalformedTuple(
                 f"{receiver!r} does not subscribe to stream {stream!r} of {component!r}"
             )
-        values_cls = self.values_class(component, stream)
-        self._checked_streams[(source, stream, target)] = (component, values_cls, len(stream_def.fields))
-        return tuple.__new__(  # type: ignore[return-value]
-            Tuple, (tuple_id, component, stream, source, tuple.__new__(values_cls, values)),
-        )
+        known = (component, self.values_class(component, stream), len(stream_def.fields))
+        self._checked_streams[(source, stream, target)] = known
+        return known
 
     def cyclic_executors(self, component: str) -> frozenset[int]:
         """Local executors whose component is on a cycle with `component`."""
@@ -285,8 +319,8 @@ class WorkerState:
         with self._throttle_changed:
             self._throttle_changed.notify_all()
 
-    def _wait_put(self, queue: BatchQueue[Any], batch: list[Any]) -> None:
-        while not queue.put(batch, timeout=0.1):
+    def _wait_put(self, queue: BatchQueue[Any], batch: list[Any], weight: int) -> None:
+        while not queue.put(batch, timeout=0.1, weight=weight):
             if self.stopping.is_set():
                 raise QueueClosed()
 
@@ -586,6 +620,7 @@ class Worker:
                 changed = False
                 if messages:
                     by_executor: dict[int, list[Any]] = {}
+                    weights: dict[int, int] = {}  # the tuples each executor's messages carry
                     for message in messages:
                         where = location.get(message.task, -1)
                         if where < 0:
@@ -598,11 +633,12 @@ class Worker:
                             continue
                         batch = by_executor.get(where)
                         if batch is None:
-                            by_executor[where] = [message]
-                        else:
-                            batch.append(message)
+                            batch = by_executor[where] = []
+                            weights[where] = 0
+                        batch.append(message)
+                        weights[where] += payload_tuple_count(message.message)
                     for executor, batch in by_executor.items():
-                        changed |= inbound.offer(executor, batch)
+                        changed |= inbound.offer(executor, batch, weights[executor])
                 if inbound.holding:
                     changed |= inbound.drain()
                 now = time.monotonic()

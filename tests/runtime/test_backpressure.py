@@ -50,7 +50,7 @@ def make_inbound(capacity: int = 4, limit: int = 6) -> tuple[Inbound, dict[int, 
     queues = {0: BatchQueue(capacity), 1: BatchQueue(capacity)}
     waited: list[Any] = []
     inbound = Inbound(queues, {0: (10, 11), 1: (12,)}, overflow_limit=limit,
-                      wait_put=lambda queue, batch: waited.append(batch))
+                      wait_put=lambda queue, batch, weight: waited.append(batch))
     return inbound, queues, waited
 
 
@@ -87,6 +87,25 @@ def test_order_is_kept_while_overflowing() -> None:
     assert got == list(range(6))
 
 
+def test_overflow_and_throttles_count_the_tuples_a_batch_carries() -> None:
+    """A batch of remote payloads weighs the tuples inside, in the queue and in the
+    overflow, so that payloads of many tuples cannot stretch either bound."""
+    weights: list[int] = []
+    queues = {0: BatchQueue(4)}
+    inbound = Inbound(queues, {0: (10,)}, overflow_limit=6,
+                      wait_put=lambda queue, batch, weight: weights.append(weight))
+    assert not inbound.offer(0, [b"p1"], weight=4), "room: straight in, and now full"
+    assert inbound.offer(0, [b"p2"], weight=5), "full by weight, though it holds one message"
+    assert inbound.overflow_items() == 5
+    inbound.offer(0, [b"p3"], weight=2)
+    assert inbound.overflow_items() == 7 and weights == []
+    inbound.offer(0, [b"p4"], weight=1)  # past the bound of 6: the oldest is pushed in
+    assert weights == [5] and inbound.overflow_items() == 3
+    queues[0].get_all(timeout=0)
+    inbound.drain()
+    assert len(queues[0]) == 3 and inbound.overflow_items() == 0
+
+
 def test_overflow_bound_falls_back_to_waiting() -> None:
     inbound, queues, waited = make_inbound(capacity=1, limit=2)
     inbound.offer(0, [1])
@@ -118,7 +137,7 @@ def test_throttled_tasks_can_be_read_while_the_receive_thread_changes_them() -> 
     executors = range(64)
     queues = {e: BatchQueue(1) for e in executors}
     inbound = Inbound(queues, {e: (1000 + e,) for e in executors}, overflow_limit=100,
-                      wait_put=lambda queue, batch: None)
+                      wait_put=lambda queue, batch, weight: None)
     stop = threading.Event()
     rounds = []
 

@@ -3,6 +3,7 @@ anchoring, acking) through the real collectors and queues of one worker."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from storm_zmq.component import Tuple
 from storm_zmq.runtime.acking import ACKER_ACK_STREAM_ID
 from storm_zmq.runtime.assignment import ACKER
 from storm_zmq.runtime.executor import BoltExecutor, SpoutExecutor
-from storm_zmq.runtime.serialization import TupleId
+from storm_zmq.runtime.serialization import TupleId, TupleTooLarge, decode_tuples
 from storm_zmq.runtime.worker import WorkerState
 from tests.runtime.wordcount_state import word_count_state
 
@@ -196,3 +197,87 @@ def test_after_a_flush_the_spouts_shuffle_goes_around_a_busy_split_task(load_awa
         assert queued == {busy.index: [busy.tasks[0]] * 10, idle.index: []}
     else:
         assert sorted(map(len, queued.values())) == [5, 5]
+
+
+# -- tuples for another worker ------------------------------------------------------------
+
+SENTENCE = "the cow jumped over the moon and the dish ran away with the spoon"
+
+
+def two_workers(
+    max_payload: int | None = None,
+) -> tuple[WorkerState, BoltExecutor, WorkerState, BoltExecutor]:
+    """A split executor and the count executor of the other worker, of the word
+    count on two workers (acking off, two count tasks), with a transport that
+    carries payloads of at most `max_payload` bytes: what crosses between them is
+    a transfer queue's TaskMessages."""
+    par = {"sentence_spout": (1, 1), "split_bolt": (1, 1), "count_bolt": (2, 2)}
+    first = word_count_state({"topology.acker.executors": 0}, par, workers=2)
+    states = [first, WorkerState(first.conf, first.definition, first.assignment, 1)]
+    for state in states:
+        state.max_payload, state.max_payload_setting = max_payload, "the.test.limit"
+    (split_ex,) = [e for e in first.assignment.executors if e.component == "split_bolt"]
+    (count_ex,) = [e for e in first.assignment.executors
+                   if e.component == "count_bolt" and e.worker != split_ex.worker]
+    split = BoltExecutor(states[split_ex.worker], split_ex)
+    count = BoltExecutor(states[count_ex.worker], count_ex)
+    split.build_components()
+    count.build_components()
+    return states[split_ex.worker], split, states[count_ex.worker], count
+
+
+def split_and_flush(state: WorkerState, split: BoltExecutor, text: str = SENTENCE) -> list[Any]:
+    split._run_batch([(split.assignment.tasks[0], sentence(state, text))])
+    split.flush()
+    return state.transfer.get_all(timeout=0)
+
+
+def local_words(state: WorkerState) -> list[str]:
+    """The words queued for the count executor of `state`'s own worker."""
+    (local_count,) = [e.index for e in state.local_executors if e.component == "count_bolt"]
+    return [tup.values.word for _, tup in taken(state, local_count)]
+
+
+def test_a_remote_tasks_tuples_travel_as_one_payload_counted_as_its_tuples() -> None:
+    state, split, _, count = two_workers()
+    split._run_batch([(split.assignment.tasks[0], sentence(state, SENTENCE))])
+    split.flush()
+    local = local_words(state)
+    remote = [w for w in SENTENCE.split() if w not in local]
+    assert remote, "some words go to the other worker's count task"
+    assert len(state.transfer) == len(remote), "the transfer queue counts tuples, not messages"
+    (batch,) = state.transfer.get_all(timeout=0)
+    (message,) = batch
+    assert message.task == count.assignment.tasks[0] and batch.tuples == len(remote)
+    source, stream, roots, values = decode_tuples(message.message)
+    assert (source, stream, roots) == (split.assignment.tasks[0], "default", None)
+    assert [v[0] for v in values] == remote, "in emit order"
+
+
+def test_remote_payloads_reach_the_other_workers_bolt() -> None:
+    state, split, _, count = two_workers()
+    (batch,) = split_and_flush(state, split)
+    local = local_words(state)
+    remote = [w for w in SENTENCE.split() if w not in local]
+    count._run_batch([(message.task, message.message) for message in batch])
+    (counter,) = [c.counts for c in count.components.values()]
+    assert counter == Counter(remote)
+    assert (count.executed, count.malformed) == (len(remote), 0)
+
+
+def test_a_batch_larger_than_the_transport_carries_is_split_in_order() -> None:
+    state, split, _, _ = two_workers(max_payload=40)
+    (batch,) = split_and_flush(state, split)
+    local = local_words(state)
+    remote = [w for w in SENTENCE.split() if w not in local]
+    assert len(batch) > 1 and all(len(m.message) <= 40 for m in batch)
+    assert batch.tuples == len(remote)
+    assert [v[0] for m in batch for v in decode_tuples(m.message)[3]] == remote
+
+
+def test_one_tuple_larger_than_the_transport_carries_is_refused_by_its_executor() -> None:
+    state, split, _, _ = two_workers(max_payload=10)
+    split._run_batch([(split.assignment.tasks[0], sentence(state, "antidisestablishmentarianism"))])
+    with pytest.raises(TupleTooLarge, match=r"component 'split_bolt', stream 'default': a tuple of "
+                       r"\d+ bytes serialized, .* \(10 bytes; raise the\.test\.limit"):
+        split.flush()

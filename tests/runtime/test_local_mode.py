@@ -112,6 +112,26 @@ def test_groupings_ticks_direct_all_and_global(tmp_path: Path) -> None:
         assert all(v % 3 == offset for v in values)
 
 
+@pytest.mark.parametrize("transport", ["zmq", "tcp"])
+def test_a_task_gets_another_workers_tuples_in_emit_order_across_streams(
+    tmp_path: Path, transport: str
+) -> None:
+    """Remote tuples travel in batches of one stream each; the batches keep the
+    order in which one task emitted to another, whatever the stream, as a local
+    delivery does."""
+    count = 3000
+    result = run("order.py", tmp_path, "--transport", transport, "-o", f"test.count={count}",
+                 "-o", "topology.transfer.batch.size=64", workers=2)
+    assert result.returncode == 0, result.stderr
+    relays = outputs(tmp_path, "relay")
+    (sink,) = outputs(tmp_path, "order").values()
+    assert any(r["port"] != sink["port"] for r in relays.values()), "a relay in the other worker"
+    for name, relay in relays.items():
+        task = name[len("relay-"):-len(".json")]
+        assert sink["seen"][task] == relay["sent"]
+    assert sorted(i for seen in sink["seen"].values() for _, i in seen) == list(range(count))
+
+
 def test_a_component_that_raises_stops_the_run_with_its_traceback(tmp_path: Path) -> None:
     result = run("crash.py", tmp_path, "-o", "test.count=100")
     assert result.returncode == 1
@@ -136,12 +156,13 @@ def test_always_try_serialize_finds_an_unserializable_value_inside_one_worker(tm
 
 
 @pytest.mark.parametrize("transport", ["zmq", "tcp"])
-def test_a_tuple_larger_than_the_transport_carries_is_refused_at_its_emit(
+def test_a_tuple_larger_than_the_transport_carries_is_refused_by_its_executor(
     tmp_path: Path, transport: str
 ) -> None:
     # Found only by the send thread, it would have ended that thread and stalled the
-    # worker without a word; refused at the emit, it stops the run like any
-    # component error, naming the component, the stream and the setting to raise.
+    # worker without a word; refused by the executor that emitted it, it stops the
+    # run like any component error, naming the component, the stream and the
+    # setting to raise.
     key = f"storm.messaging.{transport}"
     result = run("oversized.py", tmp_path, "--transport", transport,
                  "-o", f"{key}.max.frame.size=4096", "-o", f"{key}.transfer.batch.size=4096",

@@ -99,6 +99,20 @@ def test_a_put_is_admitted_below_capacity_so_the_bound_is_capacity_plus_one_batc
     assert q.put([99], timeout=0) is False
 
 
+def test_a_weighed_batch_counts_its_weight_not_its_length() -> None:
+    """A batch of remote payloads holds more tuples than messages: the bound and the
+    backlog count the tuples."""
+    q: BatchQueue[bytes] = BatchQueue(10)
+    assert q.put([b"p1", b"p2"], weight=7)
+    assert (len(q), q.backlog) == (7, 7)
+    assert q.put([b"p3"], timeout=0, weight=3)  # 7 < 10: admitted
+    assert q.put([b"p4"], timeout=0, weight=1) is False  # 3 messages, but 10 tuples: full
+    assert (len(q), q.backlog) == (10, 10)
+    q.get_all(timeout=0)
+    assert (len(q), q.backlog) == (0, 10)
+    assert q.put([b"p4"], timeout=0, weight=100)  # into an empty queue, like any batch
+
+
 def test_a_batch_larger_than_capacity_is_admitted_into_an_empty_queue() -> None:
     q: BatchQueue[int] = BatchQueue(2)
     assert q.put(list(range(50)), timeout=0)

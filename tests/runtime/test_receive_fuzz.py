@@ -3,7 +3,7 @@
 The path: transport frame -> `decode_frame` (refused frames counted by the
 transport, by kind) -> `Worker._receive_loop` routes each message by task (unknown
 and negative tasks counted as ``unknown_task``) -> the executor decodes the payload
-(`decode_tuple`) and checks it against the topology (`WorkerState.make_tuple`;
+(`decode_tuples`) and checks it against the topology (`WorkerState.make_tuples`;
 refused tuples counted as ``tuple`` and as the component's ``malformed``).
 
 Three layers of tests:
@@ -59,7 +59,7 @@ from storm_zmq.runtime.local import RunOptions, run_local
 from storm_zmq.runtime.serialization import (
     MalformedTuple,
     check_system_tuple,
-    decode_tuple,
+    decode_tuples,
     encode_tuple,
 )
 from storm_zmq.runtime.worker import WorkerState
@@ -92,7 +92,7 @@ def state() -> WorkerState:
     return WorkerState(conf, definition, assignment, 0)
 
 
-# -- pure: decode_tuple + make_tuple ------------------------------------------------------
+# -- pure: decode_tuples + make_tuples ----------------------------------------------------
 
 values_strategy = st.lists(
     st.one_of(st.none(), st.booleans(), st.integers(-(2**63), U64), st.floats(allow_nan=False),
@@ -113,24 +113,26 @@ payload_fields = st.tuples(
 def test_well_formed_payloads_become_tuples_of_the_topology_or_malformed(
     state: WorkerState, fields: tuple[int, str, dict[int, int] | None, list[Any]], target: int
 ) -> None:
-    payload = msgpack.packb(list(fields))
+    source, stream, roots, values = fields
+    payload = msgpack.packb([[values, values], source, stream, None if roots is None else [roots, None]])
     try:
-        tup = state.make_tuple(*decode_tuple(payload), target)
+        tups = state.make_tuples(*decode_tuples(payload), target)
     except MalformedTuple:
         return
-    assert isinstance(tup, Tuple)
-    source, stream, _roots, values = fields
+    assert len(tups) == 2 and all(isinstance(tup, Tuple) for tup in tups)
     component = state.assignment.task_component[source]
-    assert tup.component == component and tup.task == source and tup.stream == stream
-    if not stream.startswith("__"):
-        assert len(tup.values) == len(state.definition.components[component].outputs[stream].fields)
+    for tup in tups:
+        assert tup.component == component and tup.task == source and tup.stream == stream
+        if not stream.startswith("__"):
+            assert len(tup.values) == len(state.definition.components[component].outputs[stream].fields)
+    assert tups[1].id is None
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=80), st.integers(1, 8))
 def test_any_bytes_become_tuples_or_malformed(state: WorkerState, payload: bytes, target: int) -> None:
     try:
-        state.make_tuple(*decode_tuple(payload), target)
+        state.make_tuples(*decode_tuples(payload), target)
     except MalformedTuple:
         pass
 
@@ -479,7 +481,7 @@ def test_a_worker_under_hostile_input_keeps_delivering_and_counts_each_kind(
     # the log: one line per kind per interval (10 s), not one per message
     err = capfd.readouterr().err
     assert len(re.findall(r"worker 0: dropped message for task", err)) == 1
-    assert len(re.findall(r"worker 0: dropped tuple for task", err)) == 1
+    assert len(re.findall(r"worker 0: dropped payload for task", err)) == 1
     assert len(re.findall(r"worker 0: dropped backpressure status", err)) == 1
     server = f"{transport} server on port {ports[0]}: dropped"
     for kind in ("version", "malformed"):
@@ -534,7 +536,17 @@ def test_a_tuple_for_a_task_that_does_not_subscribe_to_its_stream_is_refused(
     spout's tuples go to relay, never straight to sink."""
     tasks = state.assignment.component_tasks
     numbers, relay, sink = tasks["numbers"][0], tasks["relay"][0], tasks["sink"][0]
-    good = msgpack.packb([numbers, "default", None, [1, "one"]])
-    assert state.make_tuple(*decode_tuple(good), relay).values == (1, "one")
+    good = msgpack.packb([[[1, "one"]], numbers, "default", None])
+    assert state.make_tuples(*decode_tuples(good), relay)[0].values == (1, "one")
     with pytest.raises(MalformedTuple, match="'sink' does not subscribe to stream 'default' of 'numbers'"):
-        state.make_tuple(*decode_tuple(good), sink)
+        state.make_tuples(*decode_tuples(good), sink)
+
+
+def test_one_bad_tuple_refuses_its_whole_payload(state: WorkerState) -> None:
+    """A payload comes from one task on one stream: a tuple of the wrong arity among
+    good ones means a sender that does not run this topology, and none is taken."""
+    tasks = state.assignment.component_tasks
+    numbers, relay = tasks["numbers"][0], tasks["relay"][0]
+    payload = msgpack.packb([[[1, "one"], [2], [3, "three"]], numbers, "default", None])
+    with pytest.raises(MalformedTuple, match="1 values on stream 'default' of 'numbers'"):
+        state.make_tuples(*decode_tuples(payload), relay)

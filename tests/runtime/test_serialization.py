@@ -14,11 +14,20 @@ from storm_zmq.runtime.serialization import (
     MalformedTuple,
     SerializationError,
     TupleId,
-    decode_tuple,
+    decode_tuples,
     encode_tuple,
+    encode_tuples,
+    payload_tuple_count,
 )
 
 U64_MAX = 2**64 - 1
+
+
+def decode_tuple(payload: bytes) -> tuple:
+    """The one tuple of a payload, as (source, stream, roots, values)."""
+    source, stream, roots, values = decode_tuples(payload)
+    assert len(values) == 1
+    return source, stream, None if roots is None else roots[0], values[0]
 
 
 def round_trip(source: int, stream: str, roots: dict[int, int] | None, values: list) -> tuple:
@@ -86,6 +95,49 @@ def test_nested_lists_round_trip_as_lists() -> None:
     decoded = round_trip(1, "default", None, values)[3]
     assert decoded == values
     assert type(decoded) is list and type(decoded[0]) is list and type(decoded[1]["k"]) is list
+
+
+# -- batches: the tuples of one task on one stream for one remote task -----------------
+
+
+def test_a_batch_round_trips_in_order_with_roots_per_tuple() -> None:
+    values = [["a", 1], ["b", 2], ["c", 3]]
+    roots = [{1: 2}, None, {3: 4, 5: 6}]
+    assert decode_tuples(encode_tuples(7, "s", roots, values, "c")) == (7, "s", roots, values)
+
+
+def test_a_batch_without_tracked_tuples_has_no_roots() -> None:
+    payload = encode_tuples(7, "s", None, [["a"], ["b"]], "c")
+    assert decode_tuples(payload) == (7, "s", None, [["a"], ["b"]])
+
+
+@pytest.mark.parametrize("count", [1, 2, 15, 16, 17, 255, 65_535, 65_536, 70_000])
+def test_tuple_count_is_read_from_the_payload_header(count: int) -> None:
+    # msgpack's fixarray, array 16 and array 32 headers, on both sides of each boundary
+    payload = encode_tuples(1, "s", None, [[i] for i in range(count)], "c")
+    assert payload_tuple_count(payload) == count == len(decode_tuples(payload)[3])
+
+
+@pytest.mark.parametrize(
+    ("payload", "count"),
+    [
+        (b"", 1),
+        (b"\x94", 1),
+        (b"garbage", 1),
+        (msgpack.packb(["not values", 1, "s", None]), 1),  # values not an array: counts 1
+        (b"\x94\xdd\xff\xff\xff\xff", 6),  # claims 2**32-1 tuples in 6 bytes: counts 6
+        (b"\x94\xdc\x01", 1),  # truncated array 16 header
+    ],
+)
+def test_tuple_count_of_a_bad_payload_is_small(payload: bytes, count: int) -> None:
+    # the receive thread counts before the executor refuses: never 0, never more
+    # tuples than the payload has bytes
+    assert payload_tuple_count(payload) == count
+
+
+def test_an_unserializable_value_in_a_batch_names_its_place() -> None:
+    with pytest.raises(SerializationError, match=r"'c', stream 's': value 1 .*builtins\.set"):
+        encode_tuples(1, "s", None, [["ok", 1], ["ok", {2}]], "c")
 
 
 def test_encode_after_a_failed_encode_is_clean() -> None:
@@ -213,54 +265,61 @@ def test_unserializable_roots_still_name_component_and_stream() -> None:
         b"",
         b"\xc1",  # never used in msgpack
         b"\x94\x01",  # truncated array
-        msgpack.packb([1, "s", None, []]) + b"\x00",  # trailing data
-        msgpack.packb([1, "s", None]),  # three fields
-        msgpack.packb([1, "s", None, [], 5]),  # five fields
+        msgpack.packb([[[1]], 1, "s", None]) + b"\x00",  # trailing data
+        msgpack.packb([[[1]], 1, "s"]),  # three fields
+        msgpack.packb([[[1]], 1, "s", None, 5]),  # five fields
         msgpack.packb(7),
         msgpack.packb(None),
-        msgpack.packb(["1", "s", None, []]),  # source task not an int
-        msgpack.packb([True, "s", None, []]),  # bool is not a task id
-        msgpack.packb([1.0, "s", None, []]),
-        msgpack.packb([1, b"s", None, []]),  # stream not a str
-        msgpack.packb([1, 5, None, []]),
-        msgpack.packb([1, "s", [1, 2], []]),  # roots not a map
-        msgpack.packb([1, "s", 3, []]),
-        msgpack.packb([1, "s", None, "values"]),  # values not an array
-        msgpack.packb([1, "s", None, {"a": 1}]),
-        msgpack.packb([1, "s", None, None]),
+        msgpack.packb([[[1]], "1", "s", None]),  # source task not an int
+        msgpack.packb([[[1]], True, "s", None]),  # bool is not a task id
+        msgpack.packb([[[1]], 1.0, "s", None]),
+        msgpack.packb([[[1]], 1, b"s", None]),  # stream not a str
+        msgpack.packb([[[1]], 1, 5, None]),
+        msgpack.packb([[[1]], 1, "s", [1]]),  # a tuple's roots not a map
+        msgpack.packb([[[1]], 1, "s", 3]),  # roots not an array
+        msgpack.packb([[[1]], 1, "s", {1: 2}]),
+        msgpack.packb([[[1], [2]], 1, "s", [None]]),  # roots for one of two tuples
+        msgpack.packb(["values", 1, "s", None]),  # values not an array
+        msgpack.packb([{"a": 1}, 1, "s", None]),
+        msgpack.packb([None, 1, "s", None]),
+        msgpack.packb([[], 1, "s", None]),  # no tuple at all
+        msgpack.packb([[[1], "x"], 1, "s", None]),  # a tuple's values not an array
+        msgpack.packb([[[1], None], 1, "s", None]),
     ],
 )
 def test_malformed_payloads_raise_malformed_tuple(payload: bytes) -> None:
     with pytest.raises(MalformedTuple):
-        decode_tuple(payload)
+        decode_tuples(payload)
 
 
 def test_a_map_payload_is_malformed() -> None:
     with pytest.raises(MalformedTuple):
-        decode_tuple(msgpack.packb({1: 0, "s": 0, None: 0, (): 0}))
+        decode_tuples(msgpack.packb({1: 0, "s": 0, None: 0, (): 0}))
 
 
 @pytest.mark.parametrize("roots", [{"a": "b"}, {1: "x"}, {1: None}, {1.5: 2}, {1: [2]}])
 def test_roots_with_non_integer_ids_are_malformed(roots: dict) -> None:
     with pytest.raises(MalformedTuple):
-        decode_tuple(msgpack.packb([1, "s", roots, []]))
+        decode_tuples(msgpack.packb([[[]], 1, "s", [roots]]))
 
 
 def test_malformed_tuple_is_a_value_error() -> None:
     with pytest.raises(ValueError):
-        decode_tuple(b"garbage")
+        decode_tuples(b"garbage")
 
 
 @settings(max_examples=500, deadline=None)
 @given(st.binary(max_size=64))
 def test_random_bytes_never_raise_anything_but_malformed_tuple(payload: bytes) -> None:
     try:
-        result = decode_tuple(payload)
+        result = decode_tuples(payload)
     except MalformedTuple:
         return
     source, stream, roots, values = result
-    assert type(source) is int and type(stream) is str and type(values) is list
-    assert roots is None or type(roots) is dict
+    assert type(source) is int and type(stream) is str and type(values) is list and values
+    assert all(type(v) is list for v in values)
+    assert roots is None or (len(roots) == len(values) and all(
+        r is None or type(r) is dict for r in roots))
 
 
 @settings(max_examples=200, deadline=None)
@@ -272,7 +331,7 @@ def test_corrupted_valid_payloads_never_raise_anything_but_malformed_tuple(
     at = data.draw(st.integers(0, len(payload)))
     mutated = bytes(payload[:at] + noise + payload[at + len(noise):])
     try:
-        decode_tuple(mutated)
+        decode_tuples(mutated)
     except MalformedTuple:
         pass
 

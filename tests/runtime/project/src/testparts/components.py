@@ -228,3 +228,36 @@ class BigValueSpout(Spout):
 
     def next_tuple(self):
         self.emit([self.value])
+
+
+class InterleavingBolt(Bolt):
+    """Relays each id on stream "a" when it is a multiple of 3, else on "b", and
+    records what it emitted, in order."""
+
+    outputs = [Stream(["id"], name="a"), Stream(["id"], name="b")]
+
+    def initialize(self, conf, ctx):
+        self.conf, self.task, self.port, self.sent = conf, ctx["taskid"], ctx["worker.port"], []
+
+    def process(self, tup):
+        stream = "a" if tup.values.id % 3 == 0 else "b"
+        self.emit([tup.values.id], stream=stream)
+        self.sent.append([stream, tup.values.id])
+
+    def cleanup(self):
+        write_output(self.conf, f"relay-{self.task}.json", {"port": self.port, "sent": self.sent})
+
+
+class OrderSinkBolt(Bolt):
+    """Records, per source task, the streams and ids in the order they arrived."""
+
+    outputs = []
+
+    def initialize(self, conf, ctx):
+        self.conf, self.task, self.port, self.seen = conf, ctx["taskid"], ctx["worker.port"], {}
+
+    def process(self, tup):
+        self.seen.setdefault(str(tup.task), []).append([tup.stream, tup.values.id])
+
+    def cleanup(self):
+        write_output(self.conf, f"order-{self.task}.json", {"port": self.port, "seen": self.seen})
