@@ -136,7 +136,7 @@ class WorkerState:
         #: (source component, stream, consumer component) of every subscription
         self._subscriptions: set[tuple[str, str, str]] = set()
         #: (source task, stream, target task) -> (component, values class, arity) of
-        #: user streams that passed make_tuple's checks once
+        #: user streams that passed make_tuples' checks once
         self._checked_streams: dict[tuple[int, str, int], tuple[str, Any, int]] = {}
         for name, component in definition.components.items():
             for source, stream, _grouping in component.inputs:
@@ -194,13 +194,6 @@ class WorkerState:
             route.direct_targets = frozenset(direct_targets)
             routes[stream_name] = route
         return routes
-
-    def make_tuple(
-        self, source: int, stream: str, roots: dict[int, int] | None, values: Sequence[Any],
-        target: int,
-    ) -> Tuple:
-        """One Tuple for task `target`: `make_tuples` of one."""
-        return self.make_tuples(source, stream, None if roots is None else [roots], [values], target)[0]
 
     def make_tuples(
         self, source: int, stream: str, roots: Sequence[dict[int, int] | None] | None,

@@ -278,7 +278,7 @@ HOSTILE_SYSTEM_TUPLES = {
 
 @pytest.mark.parametrize("component", sorted(HOSTILE_SYSTEM_TUPLES))
 def test_hostile_system_tuples_are_counted_not_fatal(component: str, tmp_path: Path) -> None:
-    """Bug (runtime/worker.py make_tuple): system-stream tuples skip every check, so
+    """Bug (runtime/worker.py, then make_tuple): system-stream tuples skip every check, so
     these kill the executor, and with it the worker. See check_system_tuple."""
     payloads = HOSTILE_SYSTEM_TUPLES[component]
     executor, state = _run_executor(component, payloads, tmp_path)

@@ -61,15 +61,17 @@ def test_a_remote_tuple_is_checked_by_its_stream_once_and_by_its_arity_always() 
     count, other_count = state.assignment.component_tasks["count_bolt"][:2]
     spout = state.assignment.component_tasks["sentence_spout"][0]
     for _ in range(2):  # the second time from the memo
-        tup = state.make_tuple(split, "default", None, ["dog"], count)
-        assert (tup.component, tup.stream, tup.task, tup.values.word) == ("split_bolt", "default", split, "dog")
+        dog, cat = state.make_tuples(split, "default", None, [["dog"], ["cat"]], count)
+        assert (dog.component, dog.stream, dog.task, dog.values.word) == ("split_bolt", "default", split, "dog")
+        assert cat.values.word == "cat" and dog.id is None
         with pytest.raises(MalformedTuple, match="2 values on stream 'default' of 'split_bolt', which has 1"):
-            state.make_tuple(split, "default", None, ["dog", 1], count)
-    assert state.make_tuple(split, "default", {7: 9}, ["cat"], other_count).id.roots == {7: 9}
+            state.make_tuples(split, "default", None, [["cat"], ["dog", 1]], count)
+    tracked, untracked = state.make_tuples(split, "default", [{7: 9}, None], [["cat"], ["dog"]], other_count)
+    assert tracked.id.roots == {7: 9} and untracked.id is None
     with pytest.raises(MalformedTuple, match="does not subscribe"):
-        state.make_tuple(split, "default", None, ["dog"], spout)  # the spout takes no words
+        state.make_tuples(split, "default", None, [["dog"]], spout)  # the spout takes no words
     with pytest.raises(MalformedTuple, match="has no stream"):
-        state.make_tuple(split, "nope", None, ["dog"], count)
+        state.make_tuples(split, "nope", None, [["dog"]], count)
 
 
 def test_a_failed_worker_thread_makes_the_worker_die_with_its_traceback() -> None:
