@@ -2,11 +2,11 @@
 
 An executor runs the tasks of one component. Its input is one bounded `BatchQueue`
 of lists of ``(task, item)`` pairs, where item is a `Tuple` (from this worker, no
-serialization) or the payload bytes of a remote tuple (decoded here, not in the
-receive thread, so decoding work is spread over executors). Its output is buffered
-per destination (local executor, or remote worker) and flushed once per input batch
-or spout round, so that every queue operation and every transport send moves a
-batch.
+serialization) or the payload bytes of a batch of remote tuples (decoded here, not
+in the receive thread, so decoding work is spread over executors). Its output is
+buffered, per local executor as Tuples and per (remote task, source task) in runs of
+one stream (`_PendingRun`), and flushed once per input batch or spout round: every
+queue operation moves a batch, and every run becomes one payload.
 
 Acking follows Storm exactly: the spout side draws root and edge ids and sends
 ACKER_INIT, bolts anchor with fresh edge ids per anchor and destination and send
@@ -51,6 +51,7 @@ from storm_zmq.runtime.assignment import ExecutorAssignment
 from storm_zmq.runtime.queues import BatchQueue, QueueClosed
 from storm_zmq.runtime.serialization import (
     MalformedTuple,
+    SerializationError,
     TupleId,
     TupleTooLarge,
     decode_tuples,
@@ -92,6 +93,25 @@ class _PendingRun:
         self.stream = stream
         self.roots: list[dict[int, int] | None] = []
         self.values: list[Sequence[Any]] = []
+
+
+class OutputRefused(BaseException):
+    """Tuples a task emitted that cannot go to another worker (a value msgpack
+    cannot carry, or a tuple larger than the transport's frames), found when its
+    executor flushed. Storm's worker dies of it, and so does this one; it is a
+    BaseException because the flush may run inside any task's `emit` (a full
+    buffer), and a component that catches Exception around its own emit must not
+    swallow another emit's error. The executor sends the rest of the flush first."""
+
+    def __init__(self, task: int, cause: Exception) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self._storm_task = task
+
+
+def _blame(exc: BaseException, task: int) -> None:
+    """Name the task an exception came from, unless a deeper frame already did."""
+    if not hasattr(exc, "_storm_task"):
+        exc._storm_task = task  # type: ignore[attr-defined]
 
 
 class ComponentFailed(Exception):
@@ -553,6 +573,7 @@ class Executor(threading.Thread):
             return
         location = self._task_location
         batches: dict[int, RemoteBatch] = {}
+        refused: OutputRefused | None = None  # raised once the rest is on its way
         for (target, source), runs in remote.items():
             worker = -1 - location[target]
             batch = batches.get(worker)
@@ -564,9 +585,9 @@ class Executor(threading.Thread):
                 roots = run.roots if any(run.roots) else None
                 try:
                     payloads = self._encode_remote(source, run.stream, roots, run.values)
-                except BaseException as exc:
-                    exc._storm_task = source  # type: ignore[attr-defined]
-                    raise
+                except (SerializationError, TupleTooLarge) as exc:
+                    refused = refused or OutputRefused(source, exc)
+                    continue
                 batch.extend([TaskMessage(target, payload) for payload in payloads])
                 batch.tuples += len(run.values)
         throttle = self.worker.throttle
@@ -574,6 +595,8 @@ class Executor(threading.Thread):
             if throttle.throttled:
                 self._hold_while_throttled(batch)
             self._put(self.worker.transfer, batch, weight=batch.tuples)
+        if refused is not None:
+            raise refused
 
     def _put(
         self, queue: BatchQueue[Any], batch: list[Any], cyclic: bool = False,
@@ -655,7 +678,7 @@ class BoltExecutor(Executor):
                     try:
                         component._run_tick(tick)
                     except BaseException as exc:
-                        exc._storm_task = task  # type: ignore[attr-defined]
+                        _blame(exc, task)
                         raise
             for component in tickless:
                 component._maybe_flush(now)
@@ -677,7 +700,7 @@ class BoltExecutor(Executor):
                 components[task]._run_process(tup)
                 executed += 1
         except BaseException as exc:
-            exc._storm_task = task  # type: ignore[attr-defined]
+            _blame(exc, task)
             raise
         finally:
             self.executed += executed
@@ -818,7 +841,7 @@ class SpoutExecutor(Executor):
                             try:
                                 component.next_tuple()
                             except BaseException as exc:
-                                exc._storm_task = task  # type: ignore[attr-defined]
+                                _blame(exc, task)
                                 raise
                     if self.emitted == before or time.monotonic() >= deadline:
                         emitted += self.emitted - before

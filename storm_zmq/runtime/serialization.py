@@ -1,8 +1,10 @@
 """How tuples travel inside a TaskMessage payload to another worker.
 
 Only tuples for remote tasks are serialized; local ones move as objects. One payload
-carries every tuple one task emitted on one stream to one remote task since its
-executor last flushed (a batch of up to `topology.transfer.batch.size`): per-message
+carries a run of tuples one task emitted on one stream to one remote task since its
+executor last flushed (all of them, unless the task switched streams in between or
+the run is larger than the transport carries; at most `topology.transfer.batch.size`
+tuples): per-message
 costs (a msgpack call, a TaskMessage, the transport's framing, the receive thread's
 routing, the receiver's topology checks) are paid once per batch instead of once per
 tuple, which is most of what a tuple crossing workers costs (docs/benchmarks.md).
@@ -108,6 +110,9 @@ def decode_tuples(
         raise MalformedTuple("payload fields have the wrong types")
     if not values:
         raise MalformedTuple("payload carries no tuple")
+    if payload[0] != 0x94 or payload_tuple_count(payload) != len(values):
+        # what the receive thread counted against the queue bound must be what it holds
+        raise MalformedTuple("payload header does not give its tuple count")
     for tuple_values in values:
         if type(tuple_values) is not list:
             raise MalformedTuple("a tuple's values are not an array")

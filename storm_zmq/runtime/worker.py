@@ -213,13 +213,15 @@ class WorkerState:
             known = self._check_stream(source, stream, target)
             if known is None:  # a system stream: every tuple checked on its own
                 component = self.assignment.task_component[source]
+                from_acker = component == ACKER
+                to_acker = self.assignment.task_component.get(target) == ACKER
                 for tuple_values in values:
-                    check_system_tuple(stream, source, tuple_values, from_acker=component == ACKER,
-                                       to_acker=self.assignment.task_component.get(target) == ACKER)
+                    check_system_tuple(stream, source, tuple_values, from_acker=from_acker,
+                                       to_acker=to_acker)
                 return [
                     Tuple(TupleId(tuple_roots) if tuple_roots else None, component, stream, source,
                           tuple_values)
-                    for tuple_roots, tuple_values in zip(roots or [None] * len(values), values)
+                    for tuple_roots, tuple_values in zip(roots or [None] * len(values), values, strict=True)
                 ]
         component, values_cls, arity = known
         for tuple_values in values:
@@ -234,7 +236,7 @@ class WorkerState:
         return [
             new(Tuple, (TupleId(tuple_roots) if tuple_roots else None, component, stream, source,
                         new(values_cls, tuple_values)))
-            for tuple_roots, tuple_values in zip(roots, values)
+            for tuple_roots, tuple_values in zip(roots, values, strict=True)
         ]
 
     def _check_stream(self, source: int, stream: str, target: int) -> tuple[str, Any, int] | None:

@@ -12,8 +12,8 @@ from storm_zmq import Bolt
 from storm_zmq.component import Tuple
 from storm_zmq.runtime.acking import ACKER_ACK_STREAM_ID
 from storm_zmq.runtime.assignment import ACKER
-from storm_zmq.runtime.executor import BoltExecutor, SpoutExecutor
-from storm_zmq.runtime.serialization import TupleId, TupleTooLarge, decode_tuples
+from storm_zmq.runtime.executor import BoltExecutor, OutputRefused, SpoutExecutor
+from storm_zmq.runtime.serialization import TupleId, decode_tuples
 from storm_zmq.runtime.worker import WorkerState
 from tests.runtime.wordcount_state import word_count_state
 
@@ -205,13 +205,13 @@ SENTENCE = "the cow jumped over the moon and the dish ran away with the spoon"
 
 
 def two_workers(
-    max_payload: int | None = None,
+    max_payload: int | None = None, split_tasks: int = 1,
 ) -> tuple[WorkerState, BoltExecutor, WorkerState, BoltExecutor]:
     """A split executor and the count executor of the other worker, of the word
     count on two workers (acking off, two count tasks), with a transport that
     carries payloads of at most `max_payload` bytes: what crosses between them is
-    a transfer queue's TaskMessages."""
-    par = {"sentence_spout": (1, 1), "split_bolt": (1, 1), "count_bolt": (2, 2)}
+    a transfer queue's TaskMessages. The split executor runs `split_tasks` tasks."""
+    par = {"sentence_spout": (1, 1), "split_bolt": (1, split_tasks), "count_bolt": (2, 2)}
     first = word_count_state({"topology.acker.executors": 0}, par, workers=2)
     states = [first, WorkerState(first.conf, first.definition, first.assignment, 1)]
     for state in states:
@@ -278,6 +278,34 @@ def test_a_batch_larger_than_the_transport_carries_is_split_in_order() -> None:
 def test_one_tuple_larger_than_the_transport_carries_is_refused_by_its_executor() -> None:
     state, split, _, _ = two_workers(max_payload=10)
     split._run_batch([(split.assignment.tasks[0], sentence(state, "antidisestablishmentarianism"))])
-    with pytest.raises(TupleTooLarge, match=r"component 'split_bolt', stream 'default': a tuple of "
+    with pytest.raises(OutputRefused, match=r"TupleTooLarge: component 'split_bolt', stream 'default': a tuple of "
                        r"\d+ bytes serialized, .* \(10 bytes; raise the\.test\.limit"):
         split.flush()
+
+
+def test_output_that_cannot_be_sent_kills_the_executor_blaming_its_task_after_the_rest_is_sent() -> None:
+    """Found at a flush that runs inside another task's emit (a full buffer), the
+    error names the task that emitted the bad tuple, gets past a component's
+    `except Exception`, and what else was buffered still goes out."""
+    state, split, _, count = two_workers(split_tasks=2)
+    bad_task, good_task = split.assignment.tasks
+    remote = count.assignment.tasks[0]
+    split._remote(remote, bad_task, "default", None, (2**64,))  # msgpack carries < 2**64
+    split._remote(remote, good_task, "default", None, ("fine",))
+    split._max_buffered = 3  # the next emit flushes
+
+    def swallowing_process(tup: Tuple) -> None:
+        try:
+            split.components[good_task].emit(["x"])
+        except Exception:  # what a careless component does
+            pass
+
+    split.components[good_task].process = swallowing_process
+    with pytest.raises(OutputRefused, match=r"SerializationError: component 'split_bolt', stream "
+                       r"'default': value 0 of the tuple is a builtins\.int") as refused:
+        split._run_batch([(good_task, sentence(state, "x"))])
+    assert refused.value._storm_task == bad_task
+    (batch,) = state.transfer.get_all(timeout=0)
+    sent = [(decode_tuples(m.message)[0], decode_tuples(m.message)[3]) for m in batch]
+    assert (good_task, [["fine"]]) in sent
+    assert all(source != bad_task for source, _ in sent)

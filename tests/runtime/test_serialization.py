@@ -135,6 +135,17 @@ def test_tuple_count_of_a_bad_payload_is_small(payload: bytes, count: int) -> No
     assert payload_tuple_count(payload) == count
 
 
+def test_a_payload_whose_header_hides_its_tuple_count_is_malformed() -> None:
+    """A hostile peer could otherwise send many tuples that the receive thread
+    counts as one against the queue bound: the outer array in a longer encoding
+    than msgpack's own, so the count is not where it is read."""
+    body = b"".join(msgpack.packb(part) for part in ([["a"]] * 1000, 1, "s", None))
+    payload = b"\xdc\x00\x04" + body  # a 4-element array 16 instead of a fixarray
+    assert payload_tuple_count(payload) == 1
+    with pytest.raises(MalformedTuple, match="header does not give its tuple count"):
+        decode_tuples(payload)
+
+
 def test_an_unserializable_value_in_a_batch_names_its_place() -> None:
     with pytest.raises(SerializationError, match=r"'c', stream 's': value 1 .*builtins\.set"):
         encode_tuples(1, "s", None, [["ok", 1], ["ok", {2}]], "c")
@@ -213,6 +224,25 @@ def test_round_trip_property(source: int, stream: str, roots: dict[int, int] | N
     decoded = round_trip(source, stream, roots, values)
     assert decoded == (source, stream, roots, as_lists(values))
     assert_no_tuples(decoded[3])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    batch=st.lists(st.tuples(st.none() | st.dictionaries(st.integers(1, U64_MAX),
+                                                         st.integers(0, U64_MAX), max_size=2),
+                             st.lists(json_like, max_size=3)), min_size=1, max_size=40),
+    source=st.integers(-(2**31), 2**31 - 1),
+    stream=st.text(max_size=10),
+)
+def test_batches_round_trip_and_their_count_is_what_they_carry(
+    batch: list[tuple[dict[int, int] | None, list]], source: int, stream: str
+) -> None:
+    roots = [r for r, _ in batch]
+    values = [v for _, v in batch]
+    payload = encode_tuples(source, stream, roots if any(roots) else None, values, "c")
+    decoded = decode_tuples(payload)
+    assert decoded == (source, stream, roots if any(roots) else None, as_lists(values))
+    assert payload_tuple_count(payload) == len(batch)
 
 
 # -- unserializable values ---------------------------------------------------------------
@@ -317,6 +347,7 @@ def test_random_bytes_never_raise_anything_but_malformed_tuple(payload: bytes) -
         return
     source, stream, roots, values = result
     assert type(source) is int and type(stream) is str and type(values) is list and values
+    assert payload_tuple_count(payload) == len(values), "the queue bound counts what it holds"
     assert all(type(v) is list for v in values)
     assert roots is None or (len(roots) == len(values) and all(
         r is None or type(r) is dict for r in roots))
