@@ -4,10 +4,10 @@ Only tuples for remote tasks are serialized; local ones move as objects. One pay
 carries a run of tuples one task emitted on one stream to one remote task since its
 executor last flushed (all of them, unless the task switched streams in between or
 the run is larger than the transport carries; at most `topology.transfer.batch.size`
-tuples): per-message
-costs (a msgpack call, a TaskMessage, the transport's framing, the receive thread's
-routing, the receiver's topology checks) are paid once per batch instead of once per
-tuple, which is most of what a tuple crossing workers costs (docs/benchmarks.md).
+tuples): per-message costs (a msgpack call, a TaskMessage, the transport's framing,
+the receive thread's routing, the receiver's topology checks) are paid once per
+batch instead of once per tuple, which is most of what a tuple crossing workers
+costs (docs/benchmarks.md).
 
 A payload is the msgpack array ``[values, source_task, stream, roots]``: `values` an
 array with one array of field values per tuple; `roots` nil when no tuple of the
