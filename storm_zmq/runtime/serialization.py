@@ -107,6 +107,12 @@ def decode_tuples(
         raise MalformedTuple("payload is not a 4-element array")
     values, source_task, stream, roots = decoded
     if type(source_task) is not int or type(stream) is not str or type(values) is not list:
+        if type(values) is int and type(source_task) is str and type(roots) is list:
+            raise MalformedTuple(
+                "payload of one tuple, [source_task, stream, roots, values]: the format of "
+                "storm-zmq workers older than the batched one; every worker of a topology "
+                "must run the same storm-zmq"
+            )
         raise MalformedTuple("payload fields have the wrong types")
     if not values:
         raise MalformedTuple("payload carries no tuple")

@@ -322,6 +322,14 @@ def test_malformed_payloads_raise_malformed_tuple(payload: bytes) -> None:
         decode_tuples(payload)
 
 
+def test_a_payload_of_older_workers_says_so() -> None:
+    """Workers of two storm-zmq versions refuse each other's tuples: the refusal
+    (counted, logged once per interval) names the likely cause."""
+    old_format = msgpack.packb([3, "default", {1: 2}, ["dog"]])  # one tuple per payload
+    with pytest.raises(MalformedTuple, match="every worker of a topology must run the same"):
+        decode_tuples(old_format)
+
+
 def test_a_map_payload_is_malformed() -> None:
     with pytest.raises(MalformedTuple):
         decode_tuples(msgpack.packb({1: 0, "s": 0, None: 0, (): 0}))
