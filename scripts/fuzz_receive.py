@@ -102,16 +102,18 @@ def one_input(data: bytes) -> None:
     task = TASKS[provider.ConsumeIntInRange(0, len(TASKS) - 1)]
     if provider.ConsumeBool():
         payload = provider.ConsumeBytes(provider.remaining_bytes())
-    else:  # a well-formed payload of one tuple with fuzzed fields
+    else:  # a well-formed payload of one to three tuples with fuzzed fields
         source = provider.ConsumeIntInRange(-2, 12)
         stream = provider.PickValueInList(
             ["default", "nope", "__ack_init", "__ack_ack", "__ack_fail", "__tick", ""])
-        values = [provider.PickValueInList([0, 1, -1, 2**64 - 1, 2**64, "x", None, [1], {"a": 1}])
-                  for _ in range(provider.ConsumeIntInRange(0, 4))]
-        roots = None if provider.ConsumeBool() else {provider.ConsumeIntInRange(0, 2**64 - 1):
-                                                     provider.ConsumeIntInRange(0, 2**64 - 1)}
+        batch, roots = [], []
+        for _ in range(provider.ConsumeIntInRange(1, 3)):
+            batch.append([provider.PickValueInList([0, 1, -1, 2**64 - 1, 2**64, "x", None, [1], {"a": 1}])
+                          for _ in range(provider.ConsumeIntInRange(0, 4))])
+            roots.append(None if provider.ConsumeBool() else {provider.ConsumeIntInRange(0, 2**64 - 1):
+                                                              provider.ConsumeIntInRange(0, 2**64 - 1)})
         try:
-            payload = msgpack.packb([[values], source, stream, None if roots is None else [roots]])
+            payload = msgpack.packb([batch, source, stream, roots if any(roots) else None])
         except (OverflowError, TypeError, ValueError):
             return
     frames = encode_batch([TaskMessage(task, payload)], 1 << 18, MAX_FRAME)
