@@ -386,8 +386,7 @@ class Executor(threading.Thread):
     # -- input ----------------------------------------------------------------------
 
     def _tuples_of(self, batch: list[tuple[int, Any]]) -> Iterator[tuple[int, Tuple]]:
-        """(task, tuple) for every tuple of an input batch (off the bolts' hot path,
-        which does the same inline)."""
+        """(task, tuple) for every tuple of an input batch, remote payloads decoded."""
         for task, item in batch:
             if type(item) is bytes:
                 for tup in self._decode(task, item):
@@ -652,6 +651,11 @@ class BoltExecutor(Executor):
                 if self.stop_requested.is_set():
                     break  # stopping: what is left was not drained in time
                 started = perf_counter()
+                if type(batch[0][1]) is bytes:
+                    # A batch from the receive thread holds payloads only (one from an
+                    # executor, Tuples only): decoded first, so that what follows,
+                    # sampling included, counts tuples.
+                    batch = list(self._tuples_of(batch))
                 if not sample_every:
                     self._run_batch(batch)
                 else:
@@ -685,18 +689,12 @@ class BoltExecutor(Executor):
             self.flush()
 
     def _run_batch(self, items: Any) -> None:
-        """The per-tuple hot path: `items` of (task, tuple or payload) through process()."""
+        """The per-tuple hot path: `items` of (task, tuple) through process()."""
         components = self.components
         executed = 0
         task = self.assignment.tasks[0]
         try:
             for task, tup in items:
-                if type(tup) is bytes:  # from another worker: decoded here
-                    run = components[task]._run_process
-                    for one in self._decode(task, tup):
-                        run(one)
-                        executed += 1
-                    continue
                 components[task]._run_process(tup)
                 executed += 1
         except BaseException as exc:
@@ -705,16 +703,13 @@ class BoltExecutor(Executor):
         finally:
             self.executed += executed
 
-    def _run_one(self, task: int, item: Any, sampled_at: float) -> None:
-        """An input item whose first tuple is followed to its ack."""
-        tups = self._decode(task, item)
-        if not tups:
-            return
+    def _run_one(self, task: int, tup: Tuple, sampled_at: float) -> None:
+        """A tuple followed from here to its ack (process latency)."""
         samples = self._process_samples
         if len(samples) >= MAX_OPEN_SAMPLES:
             samples.clear()  # never acked (or acked elsewhere): start over
-        samples[id(tups[0])] = (tups[0], sampled_at)
-        self._run_batch([(task, tup) for tup in tups])
+        samples[id(tup)] = (tup, sampled_at)
+        self._run_batch(((task, tup),))
 
 
 class AckerExecutor(Executor):

@@ -53,7 +53,8 @@ def test_reports_count_what_the_topology_did(tmp_path: Path) -> None:
     assert total("count", "execute_ms_total") > 0
     assert 0 < total("count", "process_samples") <= words
     rate = DEFAULTS["topology.stats.sample.rate"]
-    assert total("count", "process_samples") >= words * rate / 2
+    # one in 1/rate of the tuples, remote ones too (not one per payload of many)
+    assert total("count", "process_samples") >= words * rate * 0.9, total("count", "process_samples")
     for report in latest.values():
         assert report["rss_bytes"] > 10 * 2**20 and report["open_fds"] > 3
         assert report["uptime_secs"] > 0 and report["transfer_capacity"] > 0
