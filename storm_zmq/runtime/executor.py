@@ -654,8 +654,10 @@ class BoltExecutor(Executor):
                 if type(batch[0][1]) is bytes:
                     # A batch from the receive thread holds payloads only (one from an
                     # executor, Tuples only): decoded first, so that what follows,
-                    # sampling included, counts tuples.
-                    batch = list(self._tuples_of(batch))
+                    # sampling included, counts tuples. (`_tuples_of` without its
+                    # generator: this is the hot path of every remote tuple.)
+                    decode = self._decode
+                    batch = [(task, tup) for task, payload in batch for tup in decode(task, payload)]
                 if not sample_every:
                     self._run_batch(batch)
                 else:
