@@ -394,13 +394,11 @@ class Executor(threading.Thread):
             else:
                 yield task, item
 
-    def _decode(self, task: int, item: Any) -> Sequence[Tuple]:
-        """The tuples of one input item: a local item is a Tuple; a remote one is
-        payload bytes, the tuples one task sent to `task` on one stream."""
-        if type(item) is not bytes:
-            return (item,)
+    def _decode(self, task: int, payload: bytes) -> Sequence[Tuple]:
+        """The tuples of a remote payload for `task` (what one task sent it on one
+        stream); none if the payload is refused (counted and logged)."""
         try:
-            source, stream, roots, values = decode_tuples(item)
+            source, stream, roots, values = decode_tuples(payload)
             return self.worker.make_tuples(source, stream, roots, values, task)
         except MalformedTuple as exc:
             self.malformed += 1
