@@ -23,7 +23,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from storm_zmq.component import (
@@ -385,14 +385,17 @@ class Executor(threading.Thread):
 
     # -- input ----------------------------------------------------------------------
 
-    def _tuples_of(self, batch: list[tuple[int, Any]]) -> Iterator[tuple[int, Tuple]]:
-        """(task, tuple) for every tuple of an input batch, remote payloads decoded."""
-        for task, item in batch:
-            if type(item) is bytes:
-                for tup in self._decode(task, item):
-                    yield task, tup
-            else:
-                yield task, item
+    def _tuples_of(self, batch: list[tuple[int, Any]]) -> list[tuple[int, Tuple]]:
+        """The (task, Tuple) pairs of an input batch. A batch from the receive thread
+        holds payloads only, one from an executor Tuples only: the first kind is
+        decoded here, in the consuming executor's thread (so decoding is spread over
+        executors, and whatever counts tuples afterwards, sampling included, sees
+        them all); the second is returned as it is. This is the hot path of every
+        remote tuple, hence a comprehension."""
+        if type(batch[0][1]) is not bytes:
+            return batch
+        decode = self._decode
+        return [(task, tup) for task, payload in batch for tup in decode(task, payload)]
 
     def _decode(self, task: int, payload: bytes) -> Sequence[Tuple]:
         """The tuples of a remote payload for `task` (what one task sent it on one
@@ -411,7 +414,7 @@ class Executor(threading.Thread):
         self, source: int, route: _StreamRoute, values: Sequence[Any], targets: Sequence[int]
     ) -> None:
         # The per-tuple hot path: local delivery is inlined rather than a call per
-        # target, and one Tuple (or one payload) serves every target.
+        # target, and one Tuple (or one copy of the values) serves every target.
         location = self._task_location
         out_local = self._out_local
         tup = None
@@ -649,13 +652,7 @@ class BoltExecutor(Executor):
                 if self.stop_requested.is_set():
                     break  # stopping: what is left was not drained in time
                 started = perf_counter()
-                if type(batch[0][1]) is bytes:
-                    # A batch from the receive thread holds payloads only (one from an
-                    # executor, Tuples only): decoded first, so that what follows,
-                    # sampling included, counts tuples. (`_tuples_of` without its
-                    # generator: this is the hot path of every remote tuple.)
-                    decode = self._decode
-                    batch = [(task, tup) for task, payload in batch for tup in decode(task, payload)]
+                batch = self._tuples_of(batch)
                 if not sample_every:
                     self._run_batch(batch)
                 else:

@@ -34,7 +34,7 @@ class BatchQueue(Generic[T]):
         self._not_empty = threading.Condition(self._lock)
         self._not_full = threading.Condition(self._lock)
         self._closed = False
-        #: Items queued plus those the consumer took with its last `get_all` and may
+        #: Tuples queued plus those the consumer took with its last `get_all` and may
         #: still be working on (they count until it asks again): a queue looks empty
         #: right after a take, its consumer is not idle for that. One attribute,
         #: written under the lock, so that a reader without it never adds a batch

@@ -259,7 +259,7 @@ def test_remote_payloads_reach_the_other_workers_bolt() -> None:
     (batch,) = split_and_flush(state, split)
     local = local_words(state)
     remote = [w for w in SENTENCE.split() if w not in local]
-    count._run_batch(list(count._tuples_of([(message.task, message.message) for message in batch])))
+    count._run_batch(count._tuples_of([(message.task, message.message) for message in batch]))
     (counter,) = [c.counts for c in count.components.values()]
     assert counter == Counter(remote)
     assert (count.executed, count.malformed) == (len(remote), 0)
