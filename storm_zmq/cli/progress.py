@@ -1,12 +1,12 @@
 """Progress of long cluster commands: ``storm-zmq submit --wait`` watching a
 submitted topology's workers come up.
 
-A worker counts as ready once it has written a heartbeat under ``/workerbeats``
-since the topology was launched: the cluster worker writes its first heartbeat
-after it reported its executors initialized (cluster/worker.py), so "ready" means
-"running tuples", not merely "process started". Submit passes ``since=0``: the
-topology id is new for every submit, so every heartbeat under it is from this launch
-(and no clock of another host is compared with ours).
+A worker counts as ready once its slot's heartbeat under ``/workerbeats`` is its
+own: it carries the marker of the worker's current placement (cluster/heartbeat.py),
+so neither an earlier placement's heartbeat nor any clock counts. The cluster worker
+writes its first heartbeat after it reported its executors initialized
+(cluster/worker.py), so "ready" means "running tuples", not merely "process
+started".
 """
 
 from __future__ import annotations
@@ -15,25 +15,25 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from storm_zmq.cluster.heartbeat import current_beats
+
 #: Seconds between polls of ZooKeeper, and the longest silence between two lines.
 POLL_INTERVAL = 0.5
 REPEAT_INTERVAL = 5.0
 
 
-def ready_workers(assignment: dict[str, Any] | None, beats: dict[str, dict[str, Any]],
-                  since: float) -> tuple[int, int]:
+def ready_workers(assignment: dict[str, Any] | None,
+                  beats: dict[str, dict[str, Any]]) -> tuple[int, int]:
     """Pure: (ready, assigned) workers of a stored assignment, given the worker
-    heartbeats (``"<host>-<port>" -> {"time": ...}``) and the launch time."""
+    heartbeats (``"<host>-<port>" -> {"launched": marker, ...}``)."""
     if assignment is None:
         return 0, 0
-    slots = [(host, int(port)) for _, host, port in assignment["slots"]]
-    found = [beats.get(f"{host}-{port}") for host, port in slots]
-    ready = sum(1 for beat in found if beat is not None and float(beat.get("time", 0)) >= since)
-    return ready, len(slots)
+    found = current_beats(assignment, beats)
+    return sum(1 for beat in found if beat is not None), len(found)
 
 
-def wait_for_workers(state: Any, topology_id: str, workers: int, since: float,
-                     timeout: float, err: TextIO,
+def wait_for_workers(state: Any, topology_id: str, workers: int, timeout: float,
+                     err: TextIO,
                      clock: Callable[[], float] = time.monotonic,
                      sleep: Callable[[float], None] = time.sleep) -> bool:
     """Print ``waiting for workers: n/m ready`` when n changes (and every
@@ -45,7 +45,7 @@ def wait_for_workers(state: Any, topology_id: str, workers: int, since: float,
     while True:
         assignment = state.get_assignment(topology_id)
         beats = state.worker_beats(topology_id) if assignment is not None else {}
-        ready, assigned = ready_workers(assignment, beats, since)
+        ready, assigned = ready_workers(assignment, beats)
         now = clock()
         if (ready, assigned) != last or now - last_at >= REPEAT_INTERVAL:
             what = (f"{ready}/{workers} ready" if assignment is not None

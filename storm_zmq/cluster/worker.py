@@ -4,9 +4,10 @@ supervisor.
 The worker starts from the assignment file its supervisor wrote, so it needs no
 ZooKeeper to run: the data plane keeps moving tuples while ZooKeeper is down. A
 background thread talks to ZooKeeper when it can: it writes the heartbeat (with the
-stats) under /workerbeats, follows the topology's status (activate, deactivate,
-killed) and its assignment (peers that moved get new connections; a worker whose
-slot was taken away stops). The local heartbeat file, touched from the worker's
+stats, and the marker of its slot's placement: cluster/heartbeat.py) under
+/workerbeats, follows the topology's status (activate, deactivate, killed) and its
+assignment (peers that moved get new connections; a worker whose slot was taken
+away stops). The local heartbeat file, touched from the worker's
 main loop, is what the supervisor watches to restart a hung worker.
 """
 
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from storm_zmq.cluster.heartbeat import worker_beat
 from storm_zmq.cluster.state import ClusterState, worker_zookeeper_conf
 from storm_zmq.logs import configure_worker_logging
 from storm_zmq.runtime.assignment import WorkerSlot
@@ -154,8 +156,11 @@ class ZooKeeperControl:
             self._commands.put("stop")
             return
         if self._stats is not None:
+            # The marker of this slot in the assignment just checked: nimbus takes
+            # the heartbeat for this placement's worker (cluster/heartbeat.py).
             state.heartbeat(self.topology_id, self.host, self.port,
-                            {"time": self._stats_time, "stats": self._stats})
+                            worker_beat(self._stats_time, assignment["launched"][index],
+                                        self._stats))
         record = state.get_topology(self.topology_id)
         status = record["status"] if record else "killed"
         if status != self._status:

@@ -8,15 +8,23 @@ from typing import Any
 
 from storm_zmq.cli.progress import ready_workers, wait_for_workers
 
-ASSIGNMENT = {"slots": [["s1", "h1", 6700], ["s2", "h2", 6701]]}
+ASSIGNMENT = {"slots": [["s1", "h1", 6700], ["s2", "h2", 6701]], "launched": [50.0, 60.0]}
 
 
-def test_ready_workers_counts_slots_with_a_heartbeat_since_the_launch() -> None:
-    assert ready_workers(None, {}, 0) == (0, 0)
-    assert ready_workers(ASSIGNMENT, {}, 0) == (0, 2)
-    beats = {"h1-6700": {"time": 105.0}, "h2-6701": {"time": 99.0}, "h3-1": {"time": 200}}
-    assert ready_workers(ASSIGNMENT, beats, 100.0) == (1, 2)
-    assert ready_workers(ASSIGNMENT, beats, 0.0) == (2, 2)
+def beat(launched: float, time: float = 1.0) -> dict[str, Any]:
+    return {"time": time, "launched": launched, "stats": {}}
+
+
+def test_ready_workers_counts_slots_with_a_heartbeat_of_their_current_placement() -> None:
+    assert ready_workers(None, {}) == (0, 0)
+    assert ready_workers(ASSIGNMENT, {}) == (0, 2)
+    # h2's heartbeat is an earlier placement's (another marker), whatever its time;
+    # h3 is no slot of the assignment
+    beats = {"h1-6700": beat(50.0, time=1.0), "h2-6701": beat(55.0, time=1e12),
+             "h3-1": beat(60.0)}
+    assert ready_workers(ASSIGNMENT, beats) == (1, 2)
+    assert ready_workers(ASSIGNMENT, {**beats, "h2-6701": beat(60.0, time=-1e12)}) == (2, 2)
+    assert ready_workers(ASSIGNMENT, {"h1-6700": {"time": 1.0}}) == (0, 2)  # no marker
 
 
 class ScriptedState:
@@ -46,11 +54,11 @@ class FakeClock:
 
 
 def test_wait_prints_each_change_until_every_worker_is_ready() -> None:
-    one = {"h1-6700": {"time": 1}}
+    one = {"h1-6700": beat(50.0)}
     state = ScriptedState([(None, {}), (ASSIGNMENT, {}), (ASSIGNMENT, one), (ASSIGNMENT, one),
-                           (ASSIGNMENT, {**one, "h2-6701": {"time": 2}})])
+                           (ASSIGNMENT, {**one, "h2-6701": beat(60.0)})])
     err, clock = io.StringIO(), FakeClock()
-    assert wait_for_workers(state, "t-1", 2, 0.0, 30, err, clock, clock.sleep)
+    assert wait_for_workers(state, "t-1", 2, 30, err, clock, clock.sleep)
     assert err.getvalue().splitlines() == [
         "waiting for workers: 0/2 ready (not assigned yet: waiting for nimbus)",
         "waiting for workers: 0/2 ready",
@@ -60,8 +68,8 @@ def test_wait_prints_each_change_until_every_worker_is_ready() -> None:
 
 
 def test_wait_gives_up_at_the_timeout_repeating_its_line_while_nothing_changes() -> None:
-    state = ScriptedState([(ASSIGNMENT, {"h1-6700": {"time": 1}})])
+    state = ScriptedState([(ASSIGNMENT, {"h1-6700": beat(50.0)})])
     err, clock = io.StringIO(), FakeClock()
-    assert not wait_for_workers(state, "t-1", 2, 0.0, 12, err, clock, clock.sleep)
+    assert not wait_for_workers(state, "t-1", 2, 12, err, clock, clock.sleep)
     assert clock.now == 12
     assert err.getvalue().splitlines() == ["waiting for workers: 1/2 ready"] * 3  # 0, 5, 10 s
