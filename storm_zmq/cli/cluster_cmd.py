@@ -55,7 +55,8 @@ def add_parser(subparsers: Any) -> None:
     kill = command("kill", "kill a topology: deactivate, wait, remove", kill_topology)
     kill.add_argument("name")
     kill.add_argument("-w", "--wait", type=_seconds, default=None, metavar="SECS",
-                      help="seconds between deactivation and removal "
+                      help="seconds between deactivation and removal, counted by the "
+                           "leader nimbus from when it sees the kill "
                            "(default: topology.message.timeout.secs)")
     command("list", "list the topologies", list_topologies)
     for name, status in (("activate", "active"), ("deactivate", "inactive")):
@@ -244,7 +245,7 @@ def submit_topology(args: argparse.Namespace) -> int:
         from storm_zmq.cli.progress import wait_for_workers
 
         with _cluster(args) as state:
-            if not wait_for_workers(state, topology_id, workers, 0.0, args.wait, sys.stderr):
+            if not wait_for_workers(state, topology_id, workers, args.wait, sys.stderr):
                 print(f"not every worker of {name!r} runs after {args.wait:g} s: see "
                       f"storm-zmq logs {name}, and the supervisors' logs", file=sys.stderr)
                 return 1
@@ -255,8 +256,11 @@ def kill_topology(args: argparse.Namespace) -> int:
     with _cluster(args) as state:
         topology_id, record = _find(state, args.name)
         wait = args.wait if args.wait is not None else float(record["conf"]["topology.message.timeout.secs"])
-        state.set_topology(topology_id, {**record, "status": "killed", "kill_at": time.time() + wait})
-    print(f"killed {args.name!r} ({topology_id}): deactivated; removed in {wait:g} s")
+        # A wait, not a deadline: nimbus counts it by its own clock (no clock of
+        # this host is compared with nimbus's).
+        state.set_topology(topology_id, {**record, "status": "killed", "kill_wait": wait})
+    print(f"killed {args.name!r} ({topology_id}): deactivated; nimbus removes it {wait:g} s "
+          "after it sees the kill")
     return 0
 
 

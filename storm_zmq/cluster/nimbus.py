@@ -5,9 +5,10 @@ every `nimbus.monitor.freq.secs`:
 - assigns submitted topologies without an assignment (executors to worker indexes
   once, worker indexes to free supervisor slots spread over supervisors);
 - repairs assignments: a worker whose supervisor is gone (its ephemeral node vanished
-  or was not refreshed for `nimbus.supervisor.timeout.secs`), or whose heartbeat is
-  older than `nimbus.task.timeout.secs` (after `nimbus.task.launch.secs` of grace),
-  moves to a free slot; every other worker stays where it is;
+  or its registration did not change for `nimbus.supervisor.timeout.secs`), or whose
+  heartbeat did not change for `nimbus.task.timeout.secs` (or that wrote none within
+  `nimbus.task.launch.secs` of its placement), moves to a free slot; every other
+  worker stays where it is;
 - reassigns from scratch a topology being rebalanced (while there are not enough
   free slots for it, its workers are repaired where they are);
 - removes a killed topology once its kill wait has passed, heartbeats or errors a
@@ -16,6 +17,15 @@ every `nimbus.monitor.freq.secs`:
 A leader whose ZooKeeper session is suspended or lost, even for a moment it only
 notices afterwards, stops acting as leader and contends again; a standby takes over
 when the leader dies.
+
+Every age above is measured by the leader's own monotonic clock, from when it saw
+something change (cluster/liveness.py): a value another host wrote (a registration's
+or heartbeat's time, a ZooKeeper node's creation time) is only compared with the
+previous value of the same thing, never with this host's clock, so nimbus needs no
+clock agreement between hosts. The price, as in Storm: a leader starts knowing no
+ages, so after a leader change every worker and supervisor gets one full timeout,
+a killed topology its whole kill wait again, and so on. Which heartbeat belongs to
+a slot's current worker is told by a marker, not by time (cluster/heartbeat.py).
 """
 
 from __future__ import annotations
@@ -29,14 +39,31 @@ import time
 import uuid
 from typing import Any
 
+from storm_zmq.cluster.heartbeat import current_beats
+from storm_zmq.cluster.liveness import ChangeClock
 from storm_zmq.cluster.scheduler import NotEnoughSlots, Slot, choose_slots, free_slots, repair
 from storm_zmq.cluster.state import ClusterState
+from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.assignment import Assignment, WorkerSlot, assign
 
 log = logging.getLogger(__name__)
 
 
+def kill_wait(record: dict[str, Any]) -> float:
+    """Seconds between a topology's kill and its removal, as `storm-zmq kill` stored
+    them (``kill_wait``). A record killed by an older client holds a deadline by that
+    client's clock (``kill_at``) instead, which is ignored: such a topology waits its
+    ``topology.message.timeout.secs``, the default wait of `kill`."""
+    if "kill_wait" in record:
+        return float(record["kill_wait"])
+    return float(record.get("conf", {}).get("topology.message.timeout.secs",
+                                            DEFAULTS["topology.message.timeout.secs"]))
+
+
 def stored_assignment(assignment: Assignment, slots: list[Slot], launched: list[float]) -> dict[str, Any]:
+    """The assignment as stored: `launched` holds, per worker index, the marker of its
+    placement (the placing nimbus's wall-clock time, compared only for equality:
+    cluster/heartbeat.py)."""
     return {
         "assignment": assignment.to_dict(),
         "slots": [[s.supervisor, s.host, s.port] for s in slots],
@@ -57,6 +84,15 @@ class Nimbus:
         #: leader (one ZooKeeper call can take minutes) means another nimbus may
         #: have led meanwhile, though `_session_ok` says all is well again.
         self._session_interrupted = threading.Event()
+        #: What this nimbus saw change, and when by its clock (cluster/liveness.py):
+        #: supervisor id -> its registration's time; (topology id, slot) -> the
+        #: slot's placement marker and its worker's heartbeat time; topology id ->
+        #: its kill wait (while killed), or its code's creation time (while no
+        #: topology was submitted with that code).
+        self._supervisors: ChangeClock[str] = ChangeClock()
+        self._workers: ChangeClock[tuple[str, Slot]] = ChangeClock()
+        self._kills: ChangeClock[str] = ChangeClock()
+        self._uploads: ChangeClock[str] = ChangeClock()
 
     def run(self) -> int:
         self.state.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000)
@@ -87,6 +123,10 @@ class Nimbus:
     def _lead(self) -> None:
         log.info("nimbus %s is the leader", self.id)
         self._session_interrupted.clear()
+        # Whatever it saw before is stale: another nimbus may have led meanwhile,
+        # or ZooKeeper was down and nobody could write. Every age starts again.
+        for observed in (self._supervisors, self._workers, self._kills, self._uploads):
+            observed.clear()
         self._leading.set()
         interval = float(self.conf["nimbus.monitor.freq.secs"])
         try:
@@ -105,29 +145,39 @@ class Nimbus:
     # -- one round -------------------------------------------------------------------
 
     def monitor(self, now: float | None = None) -> None:
-        """One round; `now` (unix time) for tests."""
-        now = time.time() if now is None else now
+        """One round. `now`: this nimbus's clock (monotonic seconds), given by tests;
+        only differences between the `now` of two rounds matter."""
+        now = time.monotonic() if now is None else now
         supervisors = self.state.supervisors()
+        for sid, info in supervisors.items():  # "time" changes at every refresh
+            self._supervisors.observe(sid, info.get("time"), now)
+        self._supervisors.retain(supervisors)
         timeout = self.conf["nimbus.supervisor.timeout.secs"]
-        alive_supervisors = {sid for sid, info in supervisors.items()
-                             if now - info.get("time", now) <= timeout}
+        alive_supervisors = {sid for sid in supervisors
+                             if self._supervisors.is_fresh(sid, timeout, now)}
         all_slots = [Slot(sid, supervisors[sid]["host"], int(p))
                      for sid in alive_supervisors for p in supervisors[sid]["ports"]]
         stored = {tid: self.state.get_assignment(tid) for tid in self.state.assignments()}
         used = {Slot(*s) for a in stored.values() if a for s in a["slots"]}
         topologies = self.state.topologies()
+        killed: set[str] = set()
+        slots_seen: set[tuple[str, Slot]] = set()
         for topology_id in topologies:
             record = self.state.get_topology(topology_id)
             if record is None:
                 continue
             if record["status"] == "killed":
-                if now >= record.get("kill_at", now):
+                # The wait runs from when this nimbus first saw the kill.
+                wait = kill_wait(record)
+                self._kills.observe(topology_id, wait, now)
+                killed.add(topology_id)
+                if self._kills.age(topology_id, now) >= wait:
                     self._remove(topology_id)
                 continue
             current = stored.get(topology_id)
             if current is None or record.get("rebalance"):
                 own = {Slot(*s) for s in current["slots"]} if current else set()
-                created = self._schedule(topology_id, record, free_slots(all_slots, used - own), now)
+                created = self._schedule(topology_id, record, free_slots(all_slots, used - own))
                 if created is not None:
                     used = (used - own) | set(created)
                     if record.get("rebalance"):
@@ -137,14 +187,17 @@ class Nimbus:
                 if current is None:
                     continue
                 # a rebalance waiting for slots: the workers it has are still kept alive
-            self._repair(topology_id, current, alive_supervisors, all_slots, used, now)
+            self._repair(topology_id, current, alive_supervisors, all_slots, used, now,
+                         slots_seen)
+        self._kills.retain(killed)
+        self._workers.retain(slots_seen)
         try:  # housekeeping: never in the way of scheduling and repairs
             self._remove_orphans(set(topologies), now)
         except Exception as exc:
             log.warning("removing leftovers of removed topologies failed: %s", exc)
 
-    def _schedule(self, topology_id: str, record: dict[str, Any], free: list[Slot],
-                  now: float) -> list[Slot] | None:
+    def _schedule(self, topology_id: str, record: dict[str, Any],
+                  free: list[Slot]) -> list[Slot] | None:
         try:
             slots = choose_slots(record["num_workers"], free)
         except NotEnoughSlots as exc:
@@ -153,32 +206,43 @@ class Nimbus:
         parallelism = {name: (p, n) for name, (p, n) in record["components"].items()}
         assignment = assign(topology_id, parallelism, [WorkerSlot(s.host, s.port) for s in slots],
                             record["ackers"])
-        self.state.set_assignment(topology_id, stored_assignment(assignment, slots, [now] * len(slots)))
+        launched = [time.time()] * len(slots)  # a new marker for every placement
+        self.state.set_assignment(topology_id, stored_assignment(assignment, slots, launched))
         log.info("assigned %s to %s", topology_id, ", ".join(f"{s.host}:{s.port}" for s in slots))
         return slots
 
     def _repair(self, topology_id: str, current: dict[str, Any], alive_supervisors: set[str],
-                all_slots: list[Slot], used: set[Slot], now: float) -> None:
+                all_slots: list[Slot], used: set[Slot], now: float,
+                slots_seen: set[tuple[str, Slot]]) -> None:
+        """Move the workers that are dead to this nimbus. A slot is watched as its
+        placement marker plus its current worker's heartbeat time: a new placement
+        or a new heartbeat is a change. Until its worker's first heartbeat, a slot
+        lives `nimbus.task.launch.secs` from its placement (as this nimbus saw it);
+        after, `nimbus.task.timeout.secs` from the last heartbeat that changed."""
         slots = [Slot(*s) for s in current["slots"]]
         launched = list(current["launched"])
-        beats = self.state.worker_beats(topology_id)
+        beats = current_beats(current, self.state.worker_beats(topology_id))
         alive: set[Slot] = set()
-        for index, slot in enumerate(slots):
+        for index, (slot, beat) in enumerate(zip(slots, beats, strict=True)):
+            key = (topology_id, slot)
+            beat_time = None if beat is None else beat.get("time")
+            self._workers.observe(key, (launched[index], beat_time), now)
+            slots_seen.add(key)
             if slot.supervisor not in alive_supervisors:
                 continue
-            beat = beats.get(f"{slot.host}-{slot.port}")
-            if beat is not None and beat.get("time", 0) < launched[index]:
-                beat = None  # a worker's that ran in this slot before this one launched
-            in_grace = now - launched[index] < self.conf["nimbus.task.launch.secs"]
-            fresh = beat is not None and now - beat.get("time", 0) <= self.conf["nimbus.task.timeout.secs"]
-            if fresh or (in_grace and beat is None):
+            if beat is None:
+                limit = self.conf["nimbus.task.launch.secs"]
+            else:
+                limit = self.conf["nimbus.task.timeout.secs"]
+            if self._workers.is_fresh(key, limit, now):
                 alive.add(slot)
         repaired = repair(slots, alive, free_slots(all_slots, used))
         if repaired == slots:
             return
+        marker = time.time()  # a new placement's
         for index, (before, after) in enumerate(zip(slots, repaired, strict=True)):
             if before != after:
-                launched[index] = now
+                launched[index] = marker
                 log.info("moving worker %d of %s from %s:%d to %s:%d", index, topology_id,
                          before.host, before.port, after.host, after.port)
         used.difference_update(slots)
@@ -197,9 +261,16 @@ class Nimbus:
             self.state.remove_worker_beats(topology_id)
         for topology_id in set(self.state.error_topologies()) - topologies:
             self.state.remove_errors(topology_id)
+        # The wait runs from when this nimbus first saw the upload (its creation time
+        # is ZooKeeper's clock: only a change of it, a new upload, matters).
         expiry = self.conf["nimbus.inbox.jar.expiration.secs"]
-        for topology_id, created in self.state.uploads().items():
-            if topology_id not in topologies and now - created >= expiry:
+        pending = {topology_id: created for topology_id, created in self.state.uploads().items()
+                   if topology_id not in topologies}
+        for topology_id, created in pending.items():
+            self._uploads.observe(topology_id, created, now)
+        self._uploads.retain(pending)
+        for topology_id in pending:
+            if self._uploads.age(topology_id, now) >= expiry:
                 log.info("removing the code and secrets of %s: no topology was submitted "
                          "with them (nimbus.inbox.jar.expiration.secs)", topology_id)
                 self.state.remove_code(topology_id)

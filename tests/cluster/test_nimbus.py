@@ -1,5 +1,11 @@
 """Nimbus's decisions, one monitoring round at a time, against a real ZooKeeper (no
-daemons): what counts as a live worker, what is cleaned up, when leading stops."""
+daemons): what counts as a live worker, what is cleaned up, when leading stops.
+
+`nimbus.monitor(now=...)` gives nimbus's clock. Supervisors and workers write times
+by clocks of their own, here often an hour off nimbus's: nimbus must judge them by
+when it saw their values change, never by the values (cluster/liveness.py). A
+round is run every 10 s of nimbus time, with what each host writes in between.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +16,21 @@ from typing import Any
 
 import pytest
 
+from storm_zmq.cli.main import main
+from storm_zmq.cluster.heartbeat import worker_beat
 from storm_zmq.cluster.nimbus import Nimbus, stored_assignment
 from storm_zmq.cluster.scheduler import Slot
 from storm_zmq.cluster.state import ClusterState
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.assignment import WorkerSlot, assign
+from tests.zk_fixtures import cli_overrides
 
 Factory = Callable[..., ClusterState]
 TID = "ids-1"
+HOUR = 3600.0
+#: DEFAULTS' nimbus.supervisor.timeout.secs, nimbus.task.timeout.secs, nimbus.task.launch.secs
+SUPERVISOR_TIMEOUT, TASK_TIMEOUT, LAUNCH_GRACE = 60, 30, 120
+S1, S2 = Slot("s1", "h1", 6700), Slot("s2", "h2", 6700)
 
 
 @pytest.fixture
@@ -34,20 +47,126 @@ def one_worker_topology(state: ClusterState, slot: Slot, launched: float) -> Non
     state.set_assignment(TID, stored_assignment(assignment, [slot], [launched]))
 
 
-def test_a_heartbeat_from_before_a_workers_launch_does_not_end_its_launch_grace(
-        nimbus: Nimbus) -> None:
-    # The slot ran a worker of the same topology before; its last heartbeat is old.
-    # The worker just launched there has its nimbus.task.launch.secs to write its own.
-    state, now = nimbus.state, time.time()
-    state.register_supervisor("s1", {"host": "h1", "ports": [6700, 6701], "time": now})
-    one_worker_topology(state, Slot("s1", "h1", 6700), launched=now)
-    state.heartbeat(TID, "h1", 6700, {"time": now - 600})
-    nimbus.monitor()
-    assert (state.get_assignment(TID) or {})["slots"] == [["s1", "h1", 6700]]
-    # Without a heartbeat of its own once the grace has passed, it is moved.
-    one_worker_topology(state, Slot("s1", "h1", 6700), launched=now - 600)
-    nimbus.monitor()
-    assert (state.get_assignment(TID) or {})["slots"] == [["s1", "h1", 6701]]
+def register(state: ClusterState, supervisor: str, at: float) -> None:
+    """A supervisor's registration (refreshed by calling this again), written at
+    `at` by its clock. Supervisor "s<n>" is on host "h<n>"."""
+    state.register_supervisor(supervisor, {"host": "h" + supervisor[1:], "ports": [6700, 6701],
+                                           "time": at})
+
+
+def beat(state: ClusterState, slot: Slot, launched: float, at: float) -> None:
+    """A heartbeat of the worker in `slot` with placement marker `launched`, written
+    at `at` by its clock."""
+    state.heartbeat(TID, slot.host, slot.port, worker_beat(at, launched, {}))
+
+
+def slots(state: ClusterState) -> list[list[Any]]:
+    return (state.get_assignment(TID) or {})["slots"]
+
+
+def marker(state: ClusterState) -> float:
+    """The placement marker of worker 0, as nimbus wrote it."""
+    return (state.get_assignment(TID) or {})["launched"][0]
+
+
+@pytest.mark.parametrize("skew", [-HOUR, +HOUR, 0])
+def test_a_supervisor_with_a_skewed_clock_lives_while_its_registration_changes(
+        nimbus: Nimbus, skew: float) -> None:
+    state, start = nimbus.state, time.time()
+    one_worker_topology(state, S1, launched=start)
+    for elapsed in range(0, 301, 10):  # longer than every timeout
+        register(state, "s1", start + skew + elapsed)
+        register(state, "s2", start + elapsed)
+        beat(state, S1, start, start + elapsed)
+        nimbus.monitor(now=start + elapsed)
+        assert slots(state) == [["s1", "h1", 6700]], elapsed
+    # s1 stops refreshing its registration (its node stays): its worker, though
+    # heartbeating, is moved once nimbus has not seen s1 change for the timeout
+    for elapsed in range(310, 300 + SUPERVISOR_TIMEOUT + 1, 10):
+        register(state, "s2", start + elapsed)
+        beat(state, S1, start, start + elapsed)
+        nimbus.monitor(now=start + elapsed)
+        assert slots(state) == [["s1", "h1", 6700]], elapsed
+    register(state, "s2", start + 300 + SUPERVISOR_TIMEOUT + 1)
+    nimbus.monitor(now=start + 300 + SUPERVISOR_TIMEOUT + 1)
+    assert slots(state) == [["s2", "h2", 6700]]
+
+
+@pytest.mark.parametrize("skew", [-HOUR, +HOUR, 0])
+def test_a_worker_with_a_skewed_clock_lives_while_its_heartbeat_changes(
+        nimbus: Nimbus, skew: float) -> None:
+    state, start = nimbus.state, time.time()
+    one_worker_topology(state, S1, launched=start)
+    for elapsed in range(0, 301, 10):  # longer than the launch grace and the timeout
+        register(state, "s1", start + elapsed)
+        register(state, "s2", start + elapsed)
+        beat(state, S1, start, start + skew + elapsed)
+        nimbus.monitor(now=start + elapsed)
+        assert slots(state) == [["s1", "h1", 6700]], elapsed
+    # its heartbeat stops changing: moved once the timeout has passed, not before
+    for elapsed in range(310, 300 + TASK_TIMEOUT + 1, 10):
+        register(state, "s1", start + elapsed)
+        register(state, "s2", start + elapsed)
+        nimbus.monitor(now=start + elapsed)
+        assert slots(state) == [["s1", "h1", 6700]], elapsed
+    register(state, "s1", start + 300 + TASK_TIMEOUT + 1)
+    register(state, "s2", start + 300 + TASK_TIMEOUT + 1)
+    nimbus.monitor(now=start + 300 + TASK_TIMEOUT + 1)
+    assert slots(state) != [["s1", "h1", 6700]]  # moved (to a free slot)
+
+
+def test_a_worker_placed_by_nimbus_with_a_clock_behind_is_not_moved(nimbus: Nimbus) -> None:
+    # Its heartbeats are all older than its placement by nimbus's clock.
+    state, start = nimbus.state, time.time()
+    register(state, "s1", start)
+    state.set_topology(TID, {"name": "ids", "status": "active", "num_workers": 1,
+                             "components": {"numbers": [1, 1]}, "ackers": 0, "conf": {}})
+    nimbus.monitor(now=start)
+    placed, launched = slots(state), marker(state)
+    for elapsed in range(10, 301, 10):  # beyond the launch grace
+        register(state, "s1", start + elapsed)
+        beat(state, Slot(*placed[0]), launched, start - HOUR + elapsed)
+        nimbus.monitor(now=start + elapsed)
+        assert slots(state) == placed and marker(state) == launched, elapsed
+
+
+@pytest.mark.parametrize("written", [-600, +HOUR], ids=["long-ago", "clock-ahead"])
+def test_a_heartbeat_of_an_earlier_placement_in_the_slot_is_none(
+        nimbus: Nimbus, written: float) -> None:
+    # The slot ran a worker of the same topology before; its last heartbeat is
+    # still there, with that placement's marker, whatever its time. The worker
+    # just placed there has its nimbus.task.launch.secs to write its own.
+    state, start = nimbus.state, time.time()
+    one_worker_topology(state, S1, launched=start)
+    beat(state, S1, start - 1000, start + written)
+    for elapsed in range(0, LAUNCH_GRACE, 10):  # past nimbus.task.timeout.secs
+        register(state, "s1", start + elapsed)
+        nimbus.monitor(now=start + elapsed)
+        assert slots(state) == [["s1", "h1", 6700]], elapsed
+    # without a heartbeat of its own once the grace has passed, it is moved
+    register(state, "s1", start + LAUNCH_GRACE + 1)
+    nimbus.monitor(now=start + LAUNCH_GRACE + 1)
+    assert slots(state) == [["s1", "h1", 6701]]
+    assert marker(state) != start  # a new placement, a new marker
+
+
+def test_a_new_leader_gives_every_worker_a_full_timeout(
+        nimbus: Nimbus, make_state: Factory, zk_conf: dict[str, Any]) -> None:
+    # As in Storm: a new leader knows no ages, so a worker that died shortly
+    # before the leader changed is moved one whole timeout after the change.
+    state, start = nimbus.state, time.time()
+    one_worker_topology(state, S1, launched=start)
+    register(state, "s1", start)
+    beat(state, S1, start, start)  # its last
+    nimbus.monitor(now=start)
+    successor = Nimbus({**DEFAULTS, **zk_conf})
+    successor.state = make_state()
+    register(state, "s1", start + 40)
+    successor.monitor(now=start + 40)
+    assert slots(state) == [["s1", "h1", 6700]]
+    register(state, "s1", start + 40 + TASK_TIMEOUT + 1)
+    successor.monitor(now=start + 40 + TASK_TIMEOUT + 1)
+    assert slots(state) == [["s1", "h1", 6701]]
 
 
 def test_heartbeats_and_errors_left_by_a_removed_topology_are_removed(nimbus: Nimbus) -> None:
@@ -82,31 +201,61 @@ def test_a_leader_whose_session_was_interrupted_stops_leading_though_it_is_back(
 
 
 def test_a_rebalance_waiting_for_slots_still_has_its_dead_workers_moved(nimbus: Nimbus) -> None:
-    state, now = nimbus.state, time.time()
-    state.register_supervisor("s1", {"host": "h1", "ports": [6700, 6701], "time": now})
-    one_worker_topology(state, Slot("s1", "h1", 6700), launched=now - 600)  # no heartbeat
+    state, start = nimbus.state, time.time()
+    register(state, "s1", start)
+    one_worker_topology(state, S1, launched=start)  # no heartbeat, ever
     record = state.get_topology(TID) or {}
     state.set_topology(TID, {**record, "num_workers": 5, "rebalance": True})  # 2 slots only
-    nimbus.monitor()
-    assert (state.get_assignment(TID) or {})["slots"] == [["s1", "h1", 6701]]
+    nimbus.monitor(now=start)
+    register(state, "s1", start + LAUNCH_GRACE + 1)
+    nimbus.monitor(now=start + LAUNCH_GRACE + 1)
+    assert slots(state) == [["s1", "h1", 6701]]
     assert (state.get_topology(TID) or {})["rebalance"] is True  # still waiting
 
 
-def test_code_and_secrets_of_an_interrupted_submit_are_removed_once_expired(
-        make_state: Factory, zk_conf: dict[str, Any]) -> None:
-    def monitor_after(seconds: float) -> Nimbus:
-        leader = Nimbus({**DEFAULTS, **zk_conf, "nimbus.inbox.jar.expiration.secs": 3600})
-        leader.state = make_state()
-        leader.monitor(now=time.time() + seconds)
-        return leader
+@pytest.mark.parametrize("skew", [-HOUR, +HOUR])
+def test_the_kill_wait_is_counted_by_nimbus_from_when_it_sees_the_kill(
+        nimbus: Nimbus, zk_conf: dict[str, Any], skew: float) -> None:
+    # nimbus's clock is an hour off the clock of the host `kill` ran on
+    state = nimbus.state
+    one_worker_topology(state, S1, launched=time.time())
+    assert main(["kill", "ids", "-w", "20", *cli_overrides(zk_conf)]) == 0
+    start = time.time() + skew
+    for elapsed in (0, 10, 19):
+        nimbus.monitor(now=start + elapsed)
+        assert (state.get_topology(TID) or {}).get("status") == "killed", elapsed
+    nimbus.monitor(now=start + 20)
+    assert state.get_topology(TID) is None and state.get_assignment(TID) is None
 
-    state = make_state()
+
+def test_a_kill_recorded_as_a_deadline_by_an_older_client_waits_the_message_timeout(
+        nimbus: Nimbus) -> None:
+    # `kill_at`: that client's clock, not comparable with nimbus's; ignored
+    state, start = nimbus.state, time.time()
+    one_worker_topology(state, S1, launched=start)
+    record = state.get_topology(TID) or {}
+    state.set_topology(TID, {**record, "status": "killed", "kill_at": start - HOUR,
+                             "conf": {"topology.message.timeout.secs": 25}})
+    nimbus.monitor(now=start)
+    nimbus.monitor(now=start + 24)
+    assert state.get_topology(TID) is not None
+    nimbus.monitor(now=start + 25)
+    assert state.get_topology(TID) is None
+
+
+@pytest.mark.parametrize("skew", [0, -2 * HOUR, +2 * HOUR])
+def test_code_and_secrets_of_an_interrupted_submit_are_removed_once_expired(
+        nimbus: Nimbus, skew: float) -> None:
+    # The uploads' creation times are ZooKeeper's clock; nimbus's is `skew` off it.
+    state = nimbus.state
     state.put_code("half-1", b"zip")  # a submit stopped here: no topology record
     state.set_secrets("half-1", {"hmac_key": "00"})
-    one_worker_topology(state, Slot("s1", "h1", 6700), launched=time.time())
+    one_worker_topology(state, S1, launched=time.time())
     state.put_code(TID, b"zip")
-    monitor_after(60)  # a submit may still be writing its topology
-    assert state.get_code("half-1") == b"zip" and state.get_secrets("half-1") is not None
-    monitor_after(3600 + 60)
+    start = time.time() + skew
+    for elapsed in (0, 60, 3599):  # a submit may still be writing its topology
+        nimbus.monitor(now=start + elapsed)
+        assert state.get_code("half-1") == b"zip" and state.get_secrets("half-1") is not None
+    nimbus.monitor(now=start + 3600)  # nimbus.inbox.jar.expiration.secs
     assert state.get_code("half-1") is None and state.get_secrets("half-1") is None
     assert state.get_code(TID) == b"zip"  # a topology's own code stays
