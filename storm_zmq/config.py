@@ -194,19 +194,22 @@ SCHEMA: dict[str, Setting] = {
         5, "int", "How often the leader nimbus checks supervisors and worker heartbeats "
         "and repairs assignments (Storm's default is 10).", minimum=1),
     "nimbus.task.timeout.secs": Setting(
-        30, "int", "A worker whose ZooKeeper heartbeat is older than this is dead to "
-        "nimbus, which moves it to another slot.", minimum=1),
+        30, "int", "A worker whose ZooKeeper heartbeat nimbus has not seen change for "
+        "this long (by nimbus's clock) is dead to nimbus, which moves it to another "
+        "slot.", minimum=1),
     "nimbus.task.launch.secs": Setting(
         120, "int", "Grace for a newly assigned worker before nimbus expects its first "
-        "heartbeat.", minimum=1),
+        "heartbeat, from when nimbus sees the placement.", minimum=1),
     "nimbus.inbox.jar.expiration.secs": Setting(
         3600, "int", "Code and secrets a submit uploaded but never wrote its topology for "
-        "(it was interrupted) are removed after this long (Storm's key for uploaded jars; "
-        "at least a minute, so that a submit in progress is never taken for one).",
+        "(it was interrupted) are removed this long after nimbus first sees them "
+        "(Storm's key for uploaded jars; at least a minute, so that a submit in "
+        "progress is never taken for one).",
         minimum=60),
     "nimbus.supervisor.timeout.secs": Setting(
-        60, "int", "A supervisor whose registration was not refreshed for this long is "
-        "dead to nimbus (a lost ZooKeeper session removes it at once).", minimum=1),
+        60, "int", "A supervisor whose registration nimbus has not seen refreshed for "
+        "this long (by nimbus's clock) is dead to nimbus (a lost ZooKeeper session "
+        "removes it at once).", minimum=1),
     "supervisor.monitor.frequency.secs": Setting(
         3, "int", "How often a supervisor reconciles its worker processes with the "
         "assignments.", minimum=1),
