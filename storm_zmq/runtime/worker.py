@@ -110,6 +110,10 @@ class WorkerState:
                     executor.index if executor.worker == worker_index else -1 - executor.worker
                 )
         self._values_classes: dict[tuple[str, str], Any] = {}
+        #: Acker task -> its executor, for the executors of this worker to apply
+        #: their acker messages through (`AckerExecutor.apply`); filled as the
+        #: acker executors are built, before any executor starts.
+        self.local_ackers: dict[int, Any] = {}
         self._ready = threading.Semaphore(0)
         #: Why the worker dies: the first executor or I/O thread that failed.
         self.failures: list[Exception] = []

@@ -3,6 +3,9 @@ anchoring, acking) through the real collectors and queues of one worker."""
 
 from __future__ import annotations
 
+import random
+import sys
+import threading
 from collections import Counter
 from typing import Any
 
@@ -10,9 +13,14 @@ import pytest
 
 from storm_zmq import Bolt
 from storm_zmq.component import Tuple
-from storm_zmq.runtime.acking import ACKER_ACK_STREAM_ID
+from storm_zmq.runtime.acking import (
+    ACKER_ACK_STREAM_ID,
+    ACKER_FAIL_STREAM_ID,
+    ACKER_INIT_STREAM_ID,
+    acker_index,
+)
 from storm_zmq.runtime.assignment import ACKER
-from storm_zmq.runtime.executor import BoltExecutor, OutputRefused, SpoutExecutor
+from storm_zmq.runtime.executor import BoltExecutor, OutputRefused, SpoutExecutor, executor_class
 from storm_zmq.runtime.serialization import TupleId, decode_tuples
 from storm_zmq.runtime.worker import WorkerState
 from tests.runtime.wordcount_state import word_count_state
@@ -309,3 +317,135 @@ def test_output_that_cannot_be_sent_kills_the_executor_blaming_its_task_after_th
     sent = [(decode_tuples(m.message)[0], decode_tuples(m.message)[3]) for m in batch]
     assert (good_task, [["fine"]]) in sent
     assert all(source != bad_task for source, _ in sent)
+
+
+# -- acker messages applied by their sender's thread --------------------------------------
+
+
+def whole_word_count(conf: dict[str, Any], workers: int = 1) -> tuple[WorkerState, dict[str, Any]]:
+    """Worker 0 of the word count (one executor of each component, acking on), every
+    local executor built as the worker builds them, components initialized."""
+    state = word_count_state({"topology.acker.executors": None, **conf}, ONE_EACH, workers=workers)
+    executors: dict[str, Any] = {}
+    for ex in state.local_executors:
+        cls = None if ex.component == ACKER else state.definition.components[ex.component].component_cls
+        executors[ex.component] = executor_class(cls, ex.component)(state, ex)
+        executors[ex.component].build_components()
+    return state, executors
+
+
+def test_a_tree_is_acked_through_a_local_acker_without_its_queue_or_thread() -> None:
+    state, executors = whole_word_count({})
+    spout, split, count, acker = (executors[c] for c in ("sentence_spout", "split_bolt", "count_bolt", ACKER))
+    (spout_task,) = spout.assignment.tasks
+    (acker_task,) = acker.assignment.tasks
+    (spout_component,) = spout.components.values()
+    spout_component.emit(["a b c"], tup_id="s1")
+    spout.flush()
+    assert len(spout.pending) == 1
+    split._run_batch(taken(state, split.index))
+    split.flush()
+    count._run_batch(taken(state, count.index))
+    count.flush()
+    # init, the split's ack, the count's three acks folded into one: three messages,
+    # none of them through the acker's queue
+    assert acker.executed == 3 and taken(state, acker.index) == []
+    (completion,) = taken(state, spout.index)
+    task, tup = completion
+    assert (task, tup.component, tup.stream, tup.task) == (spout_task, ACKER, ACKER_ACK_STREAM_ID, acker_task)
+    acked = []  # the completion names the tree's root: the spout acks the tuple of that root
+    spout_component.ack = acked.append  # type: ignore[method-assign]
+    spout._handle_batch([completion])
+    assert acked == ["s1"] and len(spout.pending) == 0
+
+
+def test_a_failed_tuple_fails_its_tree_through_a_local_acker() -> None:
+    state, executors = whole_word_count({})
+    spout, split = executors["sentence_spout"], executors["split_bolt"]
+    (spout_component,) = spout.components.values()
+    (split_component,) = split.components.values()
+    spout_component.emit(["a b"], tup_id="s1")
+    spout.flush()
+    ((task, sentence_tuple),) = taken(state, split.index)
+    split_component.fail(sentence_tuple)
+    split.flush()
+    ((_, completion),) = taken(state, spout.index)
+    assert (completion.component, completion.stream) == (ACKER, ACKER_FAIL_STREAM_ID)
+    failed = []
+    spout_component.fail = failed.append  # type: ignore[method-assign]
+    spout._handle_batch([(spout.assignment.tasks[0], completion)])
+    assert failed == ["s1"] and len(spout.pending) == 0
+
+
+def test_a_completion_for_a_spout_of_another_worker_leaves_as_the_ackers_tuple() -> None:
+    """Worker 1's acker, applied by worker 1's count executor, tells worker 0's spout:
+    the payload's source is the acker task, which the receiving worker checks."""
+    par = {"sentence_spout": (1, 1), "split_bolt": (1, 1), "count_bolt": (2, 2)}
+    first = word_count_state({"topology.acker.executors": None}, par, workers=2)
+    second = WorkerState(first.conf, first.definition, first.assignment, 1)
+    states = [first, second]
+    built: dict[tuple[int, str], Any] = {}
+    for ex in first.assignment.executors:
+        if ex.component in (ACKER, "count_bolt"):
+            cls = None if ex.component == ACKER else first.definition.components[ex.component].component_cls
+            built[ex.worker, ex.component] = executor_class(cls, ex.component)(states[ex.worker], ex)
+            built[ex.worker, ex.component].build_components()
+    (spout_task,) = first.assignment.component_tasks["sentence_spout"]
+    spout_worker = first.task_location[spout_task]
+    other = 1 if spout_worker >= 0 else 0  # a worker without the spout
+    count, acker = built[other, "count_bolt"], built[other, ACKER]
+    (acker_task,) = acker.assignment.tasks
+    # a root this acker owns, initialized as the spout would, and one word anchored to it
+    root = next(r for r in range(1, 1000)
+                if first.assignment.ackers[acker_index(r, len(first.assignment.ackers))] == acker_task)
+    edge = 0x5A5A
+    acker.apply(ACKER_INIT_STREAM_ID, (root, edge, spout_task))
+    values = states[other].values_class("split_bolt", "default")("moon")
+    count._run_batch([(count.assignment.tasks[0],
+                       Tuple(TupleId({root: edge}), "split_bolt", "default", 99, values))])
+    count.flush()
+    (batch,) = states[other].transfer.get_all(timeout=0)
+    (message,) = batch
+    assert message.task == spout_task
+    (tup,) = states[1 - other].make_tuples(*decode_tuples(message.message), spout_task)
+    assert (tup.component, tup.stream, tup.task, list(tup.values)) == (ACKER, ACKER_ACK_STREAM_ID, acker_task, [root])
+
+
+def test_threads_applying_to_one_acker_settle_every_tree_exactly_once() -> None:
+    """The lock. Each of 20,000 trees has an init and three acks, and four threads
+    apply one of them each, all at once, switching as often as the interpreter
+    can: as the spout's and the bolts' executors do."""
+    state, executors = whole_word_count({})
+    acker, spout = executors[ACKER], executors["sentence_spout"]
+    (spout_task,) = spout.assignment.tasks
+    trees = 20_000
+    rng = random.Random(7)
+    per_thread: list[list[tuple[str, tuple[int, ...]]]] = [[], [], [], []]
+    for root in range(1, trees + 1):
+        edges = [rng.getrandbits(64) | 1 for _ in range(3)]
+        messages = [(ACKER_INIT_STREAM_ID, (root, edges[0] ^ edges[1] ^ edges[2], spout_task))]
+        messages += [(ACKER_ACK_STREAM_ID, (root, edge)) for edge in edges]
+        rng.shuffle(messages)  # which thread sends the init differs from tree to tree
+        for thread_messages, message in zip(per_thread, messages, strict=True):
+            thread_messages.append(message)
+    outcomes: list[Any] = []
+
+    def apply_all(messages: list[tuple[str, tuple[int, ...]]]) -> None:
+        for stream, values in messages:
+            outcome = acker.apply(stream, values)
+            if outcome is not None:
+                outcomes.append(outcome)
+
+    threads = [threading.Thread(target=apply_all, args=(m,)) for m in per_thread]
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switching)
+    assert sorted(o.root_id for o in outcomes) == list(range(1, trees + 1))
+    assert {o.kind for o in outcomes} == {"ack"}
+    assert acker.executed == 4 * trees
