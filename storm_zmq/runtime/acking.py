@@ -574,7 +574,19 @@ class SpoutEmitIds(NamedTuple):
     init_xor: int
 
 
-def spout_emit_ids(rng: random.Random, num_targets: int) -> SpoutEmitIds:
+def root_id_for(rng: random.Random, position: int, num_ackers: int) -> int:
+    """A random root id owned by the acker at `position` (``acker_index`` of it is
+    `position`): a spout with an acker in its own worker draws its roots for that
+    acker, so a tree's init and completion never cross workers. The id stays
+    uniformly random among that acker's ids, 64 bits less log2(ackers)."""
+    while True:
+        root = new_root_id(rng)
+        root += position - root % num_ackers
+        if 0 < root < 1 << 64:
+            return root
+
+
+def spout_emit_ids(rng: random.Random, num_targets: int, root_id: int | None = None) -> SpoutEmitIds:
     """Draw the root id and one edge id per destination task for a reliable spout emit.
 
     The tuple sent to the ``i``-th destination carries roots ``{root_id: edge_ids[i]}``;
@@ -584,7 +596,8 @@ def spout_emit_ids(rng: random.Random, num_targets: int) -> SpoutEmitIds:
     """
     if num_targets < 0:
         raise ValueError(f"num_targets must be >= 0, got {num_targets}")
-    root_id = new_root_id(rng)
+    if root_id is None:
+        root_id = new_root_id(rng)
     edge_ids = tuple(new_edge_id(rng) for _ in range(num_targets))
     init_xor = 0
     for edge in edge_ids:

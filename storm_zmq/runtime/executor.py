@@ -47,6 +47,7 @@ from storm_zmq.runtime.acking import (
     anchor_one,
     anchor_roots,
     fold_ack,
+    root_id_for,
     spout_emit_ids,
 )
 from storm_zmq.runtime.assignment import ACKER, ExecutorAssignment
@@ -802,9 +803,16 @@ class SpoutExecutor(Executor):
         self._deactivate_requested = threading.Event()
         self._backlog: deque[list[tuple[int, Any]]] = deque()
         self._deferred_acks: list[tuple[int, Any]] = []
+        self._local_acker_positions: list[int] = []
         self.complete_latencies_ms: list[float] = []
         self.complete_ms_total = 0.0
         self.complete_samples = 0
+
+    def build_components(self) -> None:
+        super().build_components()
+        # every executor of the worker exists by now (they start after all are built)
+        self._local_acker_positions = [
+            position for position, task in enumerate(self._ackers) if task in self._local_ackers]
 
     @property
     def pending_count(self) -> int:
@@ -835,7 +843,9 @@ class SpoutExecutor(Executor):
             self._deliver_untracked(source, route, values, targets)
             self._deferred_acks.append((source, tup_id))
             return
-        ids = spout_emit_ids(self._rng, len(targets))
+        local = self._local_acker_positions
+        root = root_id_for(self._rng, self._rng.choice(local), len(self._ackers)) if local else None
+        ids = spout_emit_ids(self._rng, len(targets), root)
         self.pending.add(ids.root_id, tup_id, route.stream, time.monotonic_ns(), task_id=source)
         for target, edge in zip(targets, ids.edge_ids, strict=True):
             self._deliver_with_roots(source, route, values, target, {ids.root_id: edge})

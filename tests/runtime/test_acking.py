@@ -30,6 +30,7 @@ from storm_zmq.runtime.acking import (
     fold_ack,
     new_edge_id,
     new_root_id,
+    root_id_for,
     spout_emit_ids,
 )
 
@@ -150,6 +151,24 @@ def test_acker_index() -> None:
     assert acker_index(2**64 - 1, 1) == 0
     with pytest.raises(ValueError):
         acker_index(5, 0)
+
+
+@given(st.integers(min_value=1, max_value=64), st.data())
+def test_root_id_for_draws_a_root_that_acker_owns(num_ackers: int, data: st.DataObject) -> None:
+    position = data.draw(st.integers(min_value=0, max_value=num_ackers - 1))
+    rng = random.Random(data.draw(st.integers()))
+    for _ in range(20):
+        root = root_id_for(rng, position, num_ackers)
+        assert 0 < root < 2**64 and acker_index(root, num_ackers) == position
+
+
+def test_root_id_for_stays_random_above_the_ackers_residue() -> None:
+    rng = random.Random(3)
+    roots = [root_id_for(rng, 1, 2) for _ in range(2000)]
+    assert len(set(roots)) == 2000
+    high_bits = [root >> 32 for root in roots]  # about uniform: half above the middle
+    assert 900 < sum(1 for h in high_bits if h >= 2**31) < 1100
+    assert spout_emit_ids(rng, 2, root_id=roots[0]).root_id == roots[0]
 
 
 # ------------------------------------------------------------ bolt-side helpers

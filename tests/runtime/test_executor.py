@@ -449,3 +449,31 @@ def test_threads_applying_to_one_acker_settle_every_tree_exactly_once() -> None:
     assert sorted(o.root_id for o in outcomes) == list(range(1, trees + 1))
     assert {o.kind for o in outcomes} == {"ack"}
     assert acker.executed == 4 * trees
+
+
+def test_a_spout_draws_its_roots_for_an_acker_of_its_own_worker() -> None:
+    """Two workers, an acker in each: every tree of the spout belongs to the acker
+    of the spout's own worker, so its init is applied there (and its completion
+    comes from there); bolts find that acker from the root as always."""
+    first = word_count_state({"topology.acker.executors": None}, ONE_EACH, workers=2)
+    (spout_ex,) = [e for e in first.assignment.executors if e.component == "sentence_spout"]
+    state = WorkerState(first.conf, first.definition, first.assignment, spout_ex.worker)
+    built = {}
+    for ex in state.local_executors:
+        cls = None if ex.component == ACKER else state.definition.components[ex.component].component_cls
+        built[ex.component] = executor_class(cls, ex.component)(state, ex)
+        built[ex.component].build_components()
+    spout, acker = built["sentence_spout"], built[ACKER]
+    ackers = state.assignment.ackers
+    assert len(ackers) == 2 and acker.assignment.tasks[0] in ackers
+    (component,) = spout.components.values()
+    for i in range(50):
+        component.emit(["a b"], tup_id=i)
+    assert acker.executed == 50, "every init applied by the spout's thread to its worker's acker"
+    remote_streams = {run.stream for runs in spout._out_remote.values() for run in runs}
+    assert ACKER_INIT_STREAM_ID not in remote_streams
+    roots = {root for batch in spout._out_local.values() for _, tup in batch for root in tup.id.roots}
+    roots |= {root for runs in spout._out_remote.values() for run in runs
+              for tuple_roots in run.roots for root in tuple_roots}
+    assert len(roots) == 50
+    assert {ackers[acker_index(root, len(ackers))] for root in roots} == set(acker.assignment.tasks)
