@@ -257,8 +257,10 @@ def kill_topology(args: argparse.Namespace) -> int:
         topology_id, record = _find(state, args.name)
         wait = args.wait if args.wait is not None else float(record["conf"]["topology.message.timeout.secs"])
         # A wait, not a deadline: nimbus counts it by its own clock (no clock of
-        # this host is compared with nimbus's).
-        state.set_topology(topology_id, {**record, "status": "killed", "kill_wait": wait})
+        # this host is compared with nimbus's). kill_at only for a nimbus from
+        # before that, which would otherwise remove the topology at once.
+        state.set_topology(topology_id, {**record, "status": "killed", "kill_wait": wait,
+                                         "kill_at": time.time() + wait})
     print(f"killed {args.name!r} ({topology_id}): deactivated; nimbus removes it {wait:g} s "
           "after it sees the kill")
     return 0

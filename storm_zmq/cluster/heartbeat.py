@@ -8,7 +8,7 @@ compare the worker's clock with nimbus's. Instead every placement has a marker:
 the ``launched`` value nimbus writes for that worker index in the assignment (a
 new one at each placement), and a worker copies into each heartbeat the marker of
 its slot in the assignment in which it has just checked that it still holds that
-slot (`ZooKeeperControl._sync`; at first, the assignment it was launched for). A
+slot (`ZooKeeperControl._sync` reads it from ZooKeeper before every heartbeat). A
 slot's heartbeat is the current worker's only when its marker equals the slot's
 marker now: nimbus's own value compared with itself, for equality only.
 

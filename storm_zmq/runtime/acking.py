@@ -406,9 +406,15 @@ class AckerState:
 
         No outcome is produced: the spout times the tree out on its own.
         """
-        dropped = len(self._pending.rotate())
-        self._expired += dropped
-        return dropped
+        return len(self.expire())
+
+    def expire(self) -> dict[int, _Tree]:
+        """`rotate`, returning the dropped trees rather than their number: a caller
+        that rotates under a lock lets them go after releasing it, since freeing the
+        10^5 trees of a topology that times out takes milliseconds."""
+        expired = self._pending.rotate()
+        self._expired += len(expired)
+        return expired
 
     def _settle(self, root_id: int, tree: _Tree) -> Outcome | None:
         task = tree.spout_task

@@ -501,7 +501,7 @@ class Executor(threading.Thread):
 
     def _send_outcome(self, acker: int, outcome: Outcome) -> None:
         """A tree's completion (or failure), from acker task `acker` to its spout task."""
-        stream = ACKER_ACK_STREAM_ID if outcome.kind == "ack" else ACKER_FAIL_STREAM_ID
+        stream = OUTCOME_STREAMS[outcome.kind]  # KeyError: an outcome nobody sends
         target = outcome.spout_task
         where = self._task_location[target]
         if where >= 0:
@@ -652,7 +652,9 @@ class Executor(threading.Thread):
 
     def _while_blocked(self) -> None:
         """Called while a downstream queue is full. Spouts keep taking acks here, so
-        that the acker never waits on a spout that waits on the acker's consumers."""
+        that whoever sends a spout its completions (the acker executor, or a bolt
+        that applied the last ack of a tree) never waits on a spout that waits on
+        that sender's consumers."""
         if self.worker.stopping.is_set() and self.stop_requested.is_set():
             raise QueueClosed()
 
@@ -731,16 +733,23 @@ class BoltExecutor(Executor):
         self._run_batch(((task, tup),))
 
 
+#: The stream that tells a spout task each acker outcome (reset_timeout is not sent:
+#: no stream asks the acker for it).
+OUTCOME_STREAMS = {"ack": ACKER_ACK_STREAM_ID, "fail": ACKER_FAIL_STREAM_ID}
+
+
 class AckerExecutor(Executor):
     """The `__acker` system bolt: XOR bookkeeping, completion sent to the spout task.
 
     Acker messages from this worker's own executors never pass through this
     executor's queue or thread: the sending executor applies them itself, under the
     acker's lock (`apply`), and sends the completion on with its own output. Why: a
-    queue hand-off is a thread wake-up (about 30 us on this machine class), and
-    acking went through two of them per tuple tree (spout -> acker, bolt -> acker ->
-    spout). What is left for this thread: messages from other workers' executors
-    (through the receive thread, as any remote input) and the timeout rotation."""
+    queue hand-off is a thread wake-up when its consumer is idle (about 30 us on
+    this machine class), and each tuple tree took two that only acking needed: the
+    spout's init and the last bolt's ack, each to the acker's queue (the
+    completion's hand-off to the spout remains). What is left for this thread:
+    messages from other workers' executors (through the receive thread, as any
+    remote input) and the timeout rotation."""
 
     def __init__(self, worker: WorkerState, assignment: ExecutorAssignment) -> None:
         super().__init__(worker, assignment)
@@ -783,7 +792,8 @@ class AckerExecutor(Executor):
             now = time.monotonic()
             if now >= next_rotation:
                 with self.lock:
-                    state.rotate()
+                    expired = state.expire()
+                del expired  # freed outside the lock, which every acking thread takes
                 next_rotation = now + interval
             self.flush()
 
@@ -803,16 +813,14 @@ class SpoutExecutor(Executor):
         self._deactivate_requested = threading.Event()
         self._backlog: deque[list[tuple[int, Any]]] = deque()
         self._deferred_acks: list[tuple[int, Any]] = []
-        self._local_acker_positions: list[int] = []
+        # Where this spout's roots go: the ackers of its own worker, if any (see
+        # acking.root_id_for); messages for them are applied in this thread.
+        self._local_acker_positions = [
+            position for position, task in enumerate(self._ackers)
+            if worker.task_location[task] >= 0]
         self.complete_latencies_ms: list[float] = []
         self.complete_ms_total = 0.0
         self.complete_samples = 0
-
-    def build_components(self) -> None:
-        super().build_components()
-        # every executor of the worker exists by now (they start after all are built)
-        self._local_acker_positions = [
-            position for position, task in enumerate(self._ackers) if task in self._local_ackers]
 
     @property
     def pending_count(self) -> int:
@@ -853,8 +861,9 @@ class SpoutExecutor(Executor):
 
     def _while_blocked(self) -> None:
         super()._while_blocked()
-        # Take acks off our own queue (without running user code) so the acker,
-        # which may be what we wait for, can go on.
+        # Take acks off our own queue (without running user code) so that their
+        # sender (the acker, or a bolt acking inline), which may be what we wait
+        # for, can go on.
         batches = self.incoming.get_all(timeout=0)
         if batches:
             self._backlog.extend(batches)

@@ -169,6 +169,24 @@ def test_a_new_leader_gives_every_worker_a_full_timeout(
     assert slots(state) == [["s1", "h1", 6701]]
 
 
+def test_a_nimbus_that_leads_again_starts_every_age_afresh(nimbus: Nimbus) -> None:
+    # Between two terms another nimbus may have led, or ZooKeeper was down and
+    # nobody could write: what this one saw before its new term says nothing.
+    state, start = nimbus.state, time.time()
+    one_worker_topology(state, S1, launched=start)
+    register(state, "s1", start)
+    beat(state, S1, start, start)  # its last
+    nimbus.monitor(now=start)
+    nimbus.stopping.set()  # so that the term ends as soon as it began
+    nimbus._lead()
+    register(state, "s1", start + TASK_TIMEOUT + 1)
+    nimbus.monitor(now=start + TASK_TIMEOUT + 1)
+    assert slots(state) == [["s1", "h1", 6700]], "a full timeout from the new term"
+    register(state, "s1", start + 2 * TASK_TIMEOUT + 2)
+    nimbus.monitor(now=start + 2 * TASK_TIMEOUT + 2)
+    assert slots(state) == [["s1", "h1", 6701]]
+
+
 def test_heartbeats_and_errors_left_by_a_removed_topology_are_removed(nimbus: Nimbus) -> None:
     # A worker of a topology nimbus just removed may write once more before it stops.
     state = nimbus.state
