@@ -852,7 +852,10 @@ class SpoutExecutor(Executor):
             self._deferred_acks.append((source, tup_id))
             return
         local = self._local_acker_positions
-        root = root_id_for(self._rng, self._rng.choice(local), len(self._ackers)) if local else None
+        root = None
+        if local:
+            position = local[0] if len(local) == 1 else self._rng.choice(local)
+            root = root_id_for(self._rng, position, len(self._ackers))
         ids = spout_emit_ids(self._rng, len(targets), root)
         self.pending.add(ids.root_id, tup_id, route.stream, time.monotonic_ns(), task_id=source)
         for target, edge in zip(targets, ids.edge_ids, strict=True):

@@ -42,6 +42,7 @@ from storm_zmq.runtime.backpressure import (
     encode_status,
 )
 from storm_zmq.runtime.executor import (
+    AckerExecutor,
     Executor,
     RemoteBatch,
     SpoutExecutor,
@@ -113,7 +114,7 @@ class WorkerState:
         #: Acker task -> its executor, for the executors of this worker to apply
         #: their acker messages through (`AckerExecutor.apply`); filled as the
         #: acker executors are built, before any executor starts.
-        self.local_ackers: dict[int, Any] = {}
+        self.local_ackers: dict[int, AckerExecutor] = {}
         self._ready = threading.Semaphore(0)
         #: Why the worker dies: the first executor or I/O thread that failed.
         self.failures: list[Exception] = []
