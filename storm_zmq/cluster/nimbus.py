@@ -55,7 +55,10 @@ def kill_wait(record: dict[str, Any]) -> float:
     client's clock (``kill_at``) instead, which is ignored: such a topology waits its
     ``topology.message.timeout.secs``, the default wait of `kill`."""
     if "kill_wait" in record:
-        return float(record["kill_wait"])
+        wait = record["kill_wait"]
+        if isinstance(wait, bool) or not isinstance(wait, (int, float)):
+            raise ValueError(f"its kill_wait {wait!r} is not a number of seconds")
+        return float(wait)
     return float(record.get("conf", {}).get("topology.message.timeout.secs",
                                             DEFAULTS["topology.message.timeout.secs"]))
 
@@ -163,38 +166,48 @@ class Nimbus:
         killed: set[str] = set()
         slots_seen: set[tuple[str, Slot]] = set()
         for topology_id in topologies:
-            record = self.state.get_topology(topology_id)
-            if record is None:
-                continue
-            if record["status"] == "killed":
-                # The wait runs from when this nimbus first saw the kill.
-                wait = kill_wait(record)
-                self._kills.observe(topology_id, wait, now)
-                killed.add(topology_id)
-                if self._kills.age(topology_id, now) >= wait:
-                    self._remove(topology_id)
-                continue
-            current = stored.get(topology_id)
-            if current is None or record.get("rebalance"):
-                own = {Slot(*s) for s in current["slots"]} if current else set()
-                created = self._schedule(topology_id, record, free_slots(all_slots, used - own))
-                if created is not None:
-                    used = (used - own) | set(created)
-                    if record.get("rebalance"):
-                        record = {**record, "rebalance": False}
-                        self.state.set_topology(topology_id, record)
-                    continue
-                if current is None:
-                    continue
-                # a rebalance waiting for slots: the workers it has are still kept alive
-            self._repair(topology_id, current, alive_supervisors, all_slots, used, now,
-                         slots_seen)
+            try:
+                used = self._monitor_topology(topology_id, stored.get(topology_id), used,
+                                              alive_supervisors, all_slots, now, killed, slots_seen)
+            except Exception as exc:  # one broken record must not stop the others' repairs
+                log.warning("monitoring topology %s failed (the others go on; this one is "
+                            "retried next round): %s: %s", topology_id, type(exc).__name__, exc)
         self._kills.retain(killed)
         self._workers.retain(slots_seen)
         try:  # housekeeping: never in the way of scheduling and repairs
             self._remove_orphans(set(topologies), now)
         except Exception as exc:
             log.warning("removing leftovers of removed topologies failed: %s", exc)
+
+    def _monitor_topology(self, topology_id: str, current: dict[str, Any] | None, used: set[Slot],
+                          alive_supervisors: set[str], all_slots: list[Slot], now: float,
+                          killed: set[str], slots_seen: set[tuple[str, Slot]]) -> set[Slot]:
+        """One topology's part of a round: removed once its kill wait has passed,
+        assigned, rebalanced or repaired. Returns the slots in use afterwards."""
+        record = self.state.get_topology(topology_id)
+        if record is None:
+            return used
+        if record["status"] == "killed":
+            # The wait runs from when this nimbus first saw the kill.
+            wait = kill_wait(record)
+            self._kills.observe(topology_id, wait, now)
+            killed.add(topology_id)
+            if self._kills.age(topology_id, now) >= wait:
+                self._remove(topology_id)
+            return used
+        if current is None or record.get("rebalance"):
+            own = {Slot(*s) for s in current["slots"]} if current else set()
+            created = self._schedule(topology_id, record, free_slots(all_slots, used - own))
+            if created is not None:
+                used = (used - own) | set(created)
+                if record.get("rebalance"):
+                    self.state.set_topology(topology_id, {**record, "rebalance": False})
+                return used
+            if current is None:
+                return used
+            # a rebalance waiting for slots: the workers it has are still kept alive
+        self._repair(topology_id, current, alive_supervisors, all_slots, used, now, slots_seen)
+        return used
 
     def _schedule(self, topology_id: str, record: dict[str, Any],
                   free: list[Slot]) -> list[Slot] | None:

@@ -246,6 +246,22 @@ def test_the_kill_wait_is_counted_by_nimbus_from_when_it_sees_the_kill(
     assert state.get_topology(TID) is None and state.get_assignment(TID) is None
 
 
+def test_a_broken_topology_record_is_logged_and_the_others_are_still_assigned(
+        nimbus: Nimbus, caplog: pytest.LogCaptureFixture) -> None:
+    # "broken-1" sorts first: a round that stopped at it would never reach "ids-1"
+    state, start = nimbus.state, time.time()
+    register(state, "s1", start)
+    state.set_topology("broken-1", {"name": "broken", "status": "killed", "kill_wait": "soon",
+                                    "num_workers": 1, "components": {}, "ackers": 0, "conf": {}})
+    state.set_topology(TID, {"name": "ids", "status": "active", "num_workers": 1,
+                             "components": {"numbers": [1, 1]}, "ackers": 0, "conf": {}})
+    with caplog.at_level("WARNING", logger="storm_zmq.cluster.nimbus"):
+        nimbus.monitor(now=start)
+    assert slots(state) == [["s1", "h1", 6700]]
+    assert "broken-1" in caplog.text and "kill_wait 'soon' is not a number" in caplog.text
+    assert (state.get_topology("broken-1") or {}).get("status") == "killed"  # kept, for a person to fix
+
+
 def test_a_kill_recorded_as_a_deadline_by_an_older_client_waits_the_message_timeout(
         nimbus: Nimbus) -> None:
     # `kill_at`: that client's clock, not comparable with nimbus's; ignored
