@@ -54,8 +54,7 @@ from storm_zmq.config import DEFAULTS  # noqa: E402
 from storm_zmq.runtime.acking import (  # noqa: E402
     ACKER_INIT_STREAM_ID,
     acker_index,
-    new_edge_id,
-    new_root_id,
+    spout_emit_ids,
 )
 from storm_zmq.runtime.assignment import ACKER, WorkerSlot, acker_executors, assign  # noqa: E402
 from storm_zmq.runtime.executor import AckerExecutor, BoltExecutor, Executor  # noqa: E402
@@ -113,12 +112,12 @@ class Runtime:
                 batch = []
                 for sentence in itertools.islice(cycle, SENTENCES_PER_BATCH):
                     tuple_id = None
-                    if self.acking:  # the spout's emit: a root, an edge, the acker's init
-                        root, edge = new_root_id(self.rng), new_edge_id(self.rng)
-                        tuple_id = TupleId({root: edge})
+                    if self.acking:  # the spout's emit to one task, and its init
+                        ids = spout_emit_ids(self.rng, 1)
+                        tuple_id = TupleId({ids.root_id: ids.edge_ids[0]})
                         acker = self.state.local_ackers[
-                            self.ackers[acker_index(root, len(self.ackers))]]
-                        acker.apply(ACKER_INIT_STREAM_ID, (root, edge, self.spout_task))
+                            self.ackers[acker_index(ids.root_id, len(self.ackers))]]
+                        acker.apply(ACKER_INIT_STREAM_ID, (ids.root_id, ids.init_xor, self.spout_task))
                     batch.append((task, Tuple(tuple_id, "sentence_spout", "default", self.spout_task,
                                               values_cls(sentence))))
                     total += len(sentence.split())

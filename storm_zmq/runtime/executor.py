@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from storm_zmq.component import (
@@ -958,11 +958,15 @@ class SpoutExecutor(Executor):
                 self.components[task].ack(tup_id)
 
 
-def executor_class(component_cls: type, component: str) -> Callable[..., Executor]:
+def new_executor(worker: WorkerState, assignment: ExecutorAssignment) -> Executor:
+    """The executor of `assignment`'s component, of the kind that component needs
+    (not started: a worker builds all of its executors before it starts any)."""
+    component = assignment.component
     if component == ACKER:
-        return AckerExecutor
+        return AckerExecutor(worker, assignment)
+    component_cls = worker.definition.components[component].component_cls
     if issubclass(component_cls, Spout):
-        return SpoutExecutor
+        return SpoutExecutor(worker, assignment)
     if issubclass(component_cls, Bolt):
-        return BoltExecutor
+        return BoltExecutor(worker, assignment)
     raise TypeError(f"component {component!r}: {component_cls!r} is neither a Spout nor a Bolt")

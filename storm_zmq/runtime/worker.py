@@ -47,7 +47,7 @@ from storm_zmq.runtime.executor import (
     RemoteBatch,
     SpoutExecutor,
     _StreamRoute,
-    executor_class,
+    new_executor,
 )
 from storm_zmq.runtime.queues import BatchQueue, QueueClosed
 from storm_zmq.runtime.serialization import (
@@ -427,10 +427,7 @@ class Worker:
         for index, slot in enumerate(self.assignment.workers):
             if index != self.index:
                 self.clients[index] = self.context.connect(self.assignment.storm_id, slot.host, slot.port)
-        self.executors: list[Executor] = []
-        for ex in state.local_executors:
-            cls = None if ex.component == ACKER else definition.components[ex.component].component_cls
-            self.executors.append(executor_class(cls, ex.component)(state, ex))  # type: ignore[arg-type]
+        self.executors: list[Executor] = [new_executor(state, ex) for ex in state.local_executors]
         threads = [
             threading.Thread(target=self._guarded, args=("receive", self._receive_loop),
                              name="receive", daemon=True),

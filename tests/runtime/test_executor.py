@@ -20,7 +20,7 @@ from storm_zmq.runtime.acking import (
     acker_index,
 )
 from storm_zmq.runtime.assignment import ACKER
-from storm_zmq.runtime.executor import BoltExecutor, OutputRefused, SpoutExecutor, executor_class
+from storm_zmq.runtime.executor import BoltExecutor, OutputRefused, SpoutExecutor, new_executor
 from storm_zmq.runtime.serialization import TupleId, decode_tuples
 from storm_zmq.runtime.worker import WorkerState
 from tests.runtime.wordcount_state import word_count_state
@@ -322,16 +322,19 @@ def test_output_that_cannot_be_sent_kills_the_executor_blaming_its_task_after_th
 # -- acker messages applied by their sender's thread --------------------------------------
 
 
-def whole_word_count(conf: dict[str, Any], workers: int = 1) -> tuple[WorkerState, dict[str, Any]]:
-    """Worker 0 of the word count (one executor of each component, acking on), every
-    local executor built as the worker builds them, components initialized."""
-    state = word_count_state({"topology.acker.executors": None, **conf}, ONE_EACH, workers=workers)
-    executors: dict[str, Any] = {}
-    for ex in state.local_executors:
-        cls = None if ex.component == ACKER else state.definition.components[ex.component].component_cls
-        executors[ex.component] = executor_class(cls, ex.component)(state, ex)
-        executors[ex.component].build_components()
-    return state, executors
+def built_executors(state: WorkerState) -> dict[str, Any]:
+    """Every executor of `state`'s worker by component (one each here), made as the
+    worker makes them (all before any is built) and with components initialized."""
+    executors = {ex.component: new_executor(state, ex) for ex in state.local_executors}
+    for executor in executors.values():
+        executor.build_components()
+    return executors
+
+
+def whole_word_count(conf: dict[str, Any]) -> tuple[WorkerState, dict[str, Any]]:
+    """The word count in one worker (one executor of each component, acking on)."""
+    state = word_count_state({"topology.acker.executors": None, **conf}, ONE_EACH)
+    return state, built_executors(state)
 
 
 def test_a_tree_is_acked_through_a_local_acker_without_its_queue_or_thread() -> None:
@@ -384,16 +387,11 @@ def test_a_completion_for_a_spout_of_another_worker_leaves_as_the_ackers_tuple()
     first = word_count_state({"topology.acker.executors": None}, par, workers=2)
     second = WorkerState(first.conf, first.definition, first.assignment, 1)
     states = [first, second]
-    built: dict[tuple[int, str], Any] = {}
-    for ex in first.assignment.executors:
-        if ex.component in (ACKER, "count_bolt"):
-            cls = None if ex.component == ACKER else first.definition.components[ex.component].component_cls
-            built[ex.worker, ex.component] = executor_class(cls, ex.component)(states[ex.worker], ex)
-            built[ex.worker, ex.component].build_components()
     (spout_task,) = first.assignment.component_tasks["sentence_spout"]
     spout_worker = first.task_location[spout_task]
     other = 1 if spout_worker >= 0 else 0  # a worker without the spout
-    count, acker = built[other, "count_bolt"], built[other, ACKER]
+    built = built_executors(states[other])
+    count, acker = built["count_bolt"], built[ACKER]
     (acker_task,) = acker.assignment.tasks
     # a root this acker owns, initialized as the spout would, and one word anchored to it
     root = next(r for r in range(1, 1000)
@@ -458,11 +456,7 @@ def test_a_spout_draws_its_roots_for_an_acker_of_its_own_worker() -> None:
     first = word_count_state({"topology.acker.executors": None}, ONE_EACH, workers=2)
     (spout_ex,) = [e for e in first.assignment.executors if e.component == "sentence_spout"]
     state = WorkerState(first.conf, first.definition, first.assignment, spout_ex.worker)
-    built = {}
-    for ex in state.local_executors:
-        cls = None if ex.component == ACKER else state.definition.components[ex.component].component_cls
-        built[ex.component] = executor_class(cls, ex.component)(state, ex)
-        built[ex.component].build_components()
+    built = built_executors(state)
     spout, acker = built["sentence_spout"], built[ACKER]
     ackers = state.assignment.ackers
     assert len(ackers) == 2 and acker.assignment.tasks[0] in ackers

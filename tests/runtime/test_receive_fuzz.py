@@ -52,9 +52,9 @@ from storm_zmq.runtime.acking import (
     AckerState,
     SpoutPending,
 )
-from storm_zmq.runtime.assignment import ACKER, Assignment, WorkerSlot, acker_executors, assign
+from storm_zmq.runtime.assignment import Assignment, WorkerSlot, acker_executors, assign
 from storm_zmq.runtime.backpressure import BACKPRESSURE_TASK
-from storm_zmq.runtime.executor import executor_class
+from storm_zmq.runtime.executor import new_executor
 from storm_zmq.runtime.local import RunOptions, run_local
 from storm_zmq.runtime.serialization import (
     MalformedTuple,
@@ -234,8 +234,7 @@ def _run_executor(
     definition, assignment, conf = topology_assignment([1, 2], str(output_dir))
     state = WorkerState(conf, definition, assignment, 0)
     ex = next(e for e in state.local_executors if e.component == component)
-    cls = None if component == ACKER else definition.components[component].component_cls
-    executor = executor_class(cls, component)(state, ex)  # type: ignore[arg-type]
+    executor = new_executor(state, ex)
     executor.start()
     task = ex.tasks[0]
     state.queues[ex.index].put([(task, p) for p in payloads])
