@@ -499,6 +499,27 @@ class Executor(threading.Thread):
         if outcome is not None:
             self._send_outcome(acker, outcome)
 
+    def _send_acks(self, acks: dict[int, int]) -> None:
+        """A flush's folded acks (root -> XOR): each local acker gets its share
+        under one taking of its lock, the others one ACKER_ACK per root."""
+        source = self.assignment.tasks[0]
+        ackers = self._ackers
+        count = len(ackers)
+        local_ackers = self._local_ackers
+        shares: dict[int, list[tuple[int, int]]] = {}
+        for root, xor in acks.items():
+            acker = ackers[acker_index(root, count)]
+            if acker in local_ackers:
+                share = shares.get(acker)
+                if share is None:
+                    share = shares[acker] = []
+                share.append((root, xor))
+            else:
+                self._send_system(source, acker, ACKER_ACK_STREAM_ID, (root, xor))
+        for acker, share in shares.items():
+            for outcome in local_ackers[acker].apply_acks(share):
+                self._send_outcome(acker, outcome)
+
     def _send_outcome(self, acker: int, outcome: Outcome) -> None:
         """A tree's completion (or failure), from acker task `acker` to its spout task."""
         stream = OUTCOME_STREAMS[outcome.kind]  # KeyError: an outcome nobody sends
@@ -579,9 +600,7 @@ class Executor(threading.Thread):
     def _publish(self) -> None:
         if self._acks_out:
             acks, self._acks_out = self._acks_out, {}
-            source = self.assignment.tasks[0]
-            for root, xor in acks.items():
-                self._send_to_acker(source, ACKER_ACK_STREAM_ID, root, (root, xor))
+            self._send_acks(acks)
         if not self._buffered:
             return
         local, self._out_local = self._out_local, {}
@@ -743,7 +762,8 @@ class AckerExecutor(Executor):
 
     Acker messages from this worker's own executors never pass through this
     executor's queue or thread: the sending executor applies them itself, under the
-    acker's lock (`apply`), and sends the completion on with its own output. Why: a
+    acker's lock (`apply`; a flush's folded acks all at once, `apply_acks`), and
+    sends the completion on with its own output. Why: a
     queue hand-off is a thread wake-up when its consumer is idle (about 30 us on
     this machine class), and each tuple tree took two that only acking needed: the
     spout's init and the last bolt's ack, each to the acker's queue (the
@@ -777,6 +797,19 @@ class AckerExecutor(Executor):
                 return None
             self.executed += 1
         return outcome
+
+    def apply_acks(self, acks: Sequence[tuple[int, int]]) -> list[Outcome]:
+        """ACKER_ACKs ``(root, xor)`` from one flush of a thread of this worker, under
+        one taking of the lock; the outcomes, for the caller to send on."""
+        ack = self.state.ack
+        outcomes = []
+        with self.lock:
+            for root, xor in acks:
+                outcome = ack(root, xor)
+                if outcome is not None:
+                    outcomes.append(outcome)
+            self.executed += len(acks)
+        return outcomes
 
     def loop(self) -> None:
         state = self.state

@@ -409,10 +409,13 @@ def test_a_completion_for_a_spout_of_another_worker_leaves_as_the_ackers_tuple()
     assert (tup.component, tup.stream, tup.task, list(tup.values)) == (ACKER, ACKER_ACK_STREAM_ID, acker_task, [root])
 
 
-def test_threads_applying_to_one_acker_settle_every_tree_exactly_once() -> None:
+@pytest.mark.parametrize("flushes", [False, True], ids=["one message at a time", "acks by flush"])
+def test_threads_applying_to_one_acker_settle_every_tree_exactly_once(flushes: bool) -> None:
     """The lock. Each of 20,000 trees has an init and three acks, and four threads
     apply one of them each, all at once, switching as often as the interpreter
-    can: as the spout's and the bolts' executors do."""
+    can: as the spout's and the bolts' executors do. With `flushes`, each thread
+    applies its acks 50 at a time (`apply_acks`, as a bolt's flush does), and the
+    inits one at a time (as a spout's emits do)."""
     state, executors = whole_word_count({})
     acker, spout = executors[ACKER], executors["sentence_spout"]
     (spout_task,) = spout.assignment.tasks
@@ -429,10 +432,18 @@ def test_threads_applying_to_one_acker_settle_every_tree_exactly_once() -> None:
     outcomes: list[Any] = []
 
     def apply_all(messages: list[tuple[str, tuple[int, ...]]]) -> None:
+        acks: list[tuple[int, int]] = []
         for stream, values in messages:
+            if flushes and stream == ACKER_ACK_STREAM_ID:
+                acks.append((values[0], values[1]))
+                if len(acks) == 50:
+                    outcomes.extend(acker.apply_acks(acks))
+                    acks = []
+                continue
             outcome = acker.apply(stream, values)
             if outcome is not None:
                 outcomes.append(outcome)
+        outcomes.extend(acker.apply_acks(acks))
 
     threads = [threading.Thread(target=apply_all, args=(m,)) for m in per_thread]
     switching = sys.getswitchinterval()
@@ -447,6 +458,79 @@ def test_threads_applying_to_one_acker_settle_every_tree_exactly_once() -> None:
     assert sorted(o.root_id for o in outcomes) == list(range(1, trees + 1))
     assert {o.kind for o in outcomes} == {"ack"}
     assert acker.executed == 4 * trees
+
+
+class CountingLock:
+    """A lock that counts how often it was taken."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.taken = 0
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        self.taken += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+def test_a_flush_applies_its_acks_to_a_local_acker_under_one_taking_of_its_lock() -> None:
+    """Every thread that acks takes the acker's lock, so a count executor's flush
+    of 40 trees' words takes it once, not once per tree."""
+    state, executors = whole_word_count({})
+    spout, split, count, acker = (executors[c] for c in ("sentence_spout", "split_bolt", "count_bolt", ACKER))
+    (spout_component,) = spout.components.values()
+    for i in range(40):
+        spout_component.emit([f"w{i} x y"], tup_id=i)
+    spout.flush()
+    split._run_batch(taken(state, split.index))
+    split.flush()
+    acker.lock = CountingLock()  # type: ignore[assignment]
+    count._run_batch(taken(state, count.index))
+    count.flush()
+    assert acker.lock.taken == 1
+    assert len(taken(state, spout.index)) == 40, "every tree completed"
+
+
+def test_a_flush_sends_the_acks_for_another_workers_acker_and_applies_the_rest() -> None:
+    """Two workers, an acker in each: a count executor's flush applies the acks of
+    its own worker's acker there, under one taking of its lock, and sends the
+    others to the other worker as ACKER_ACK tuples, one per root."""
+    first = word_count_state({"topology.acker.executors": None}, ONE_EACH, workers=2)
+    (count_ex,) = [e for e in first.assignment.executors if e.component == "count_bolt"]
+    state = WorkerState(first.conf, first.definition, first.assignment, count_ex.worker)
+    built = built_executors(state)
+    count, acker = built["count_bolt"], built[ACKER]
+    (own_acker,) = acker.assignment.tasks
+    ackers = state.assignment.ackers
+    (other_acker,) = [task for task in ackers if task != own_acker]
+    (spout_task,) = state.assignment.component_tasks["sentence_spout"]
+    rng = random.Random(3)
+    edges: dict[int, dict[int, int]] = {own_acker: {}, other_acker: {}}  # acker -> root -> edge
+    while min(map(len, edges.values())) < 5:
+        root = rng.getrandbits(64) or 1
+        edges[ackers[acker_index(root, len(ackers))]][root] = rng.getrandbits(64) or 1
+    for root, edge in edges[own_acker].items():
+        acker.apply(ACKER_INIT_STREAM_ID, (root, edge, spout_task))
+    values = state.values_class("split_bolt", "default")("moon")
+    words = [(count.assignment.tasks[0], Tuple(TupleId({root: edge}), "split_bolt", "default", 99, values))
+             for by_root in edges.values() for root, edge in by_root.items()]
+    acker.lock = CountingLock()  # type: ignore[assignment]
+    count._run_batch(words)
+    count.flush()
+    assert acker.lock.taken == 1
+    remote = [(message.task, *decode_tuples(message.message))
+              for batch in state.transfer.get_all(timeout=0) for message in batch]
+    acks_sent = [tuple(v) for task, _, stream, _, vals in remote if task == other_acker for v in vals]
+    assert {stream for task, _, stream, _, _ in remote if task == other_acker} == {ACKER_ACK_STREAM_ID}
+    assert sorted(acks_sent) == sorted(edges[other_acker].items())
+    # the own acker's trees are complete; their completions go to the spout, in
+    # this worker (its queue) or the other one (the transfer queue)
+    spout = built.get("sentence_spout")
+    completions = [tup.values[0] for _, tup in taken(state, spout.index)] if spout else \
+        [v[0] for task, source, _, _, vals in remote if task == spout_task for v in vals]
+    assert sorted(completions) == sorted(edges[own_acker])
 
 
 def test_a_spout_draws_its_roots_for_an_acker_of_its_own_worker() -> None:
