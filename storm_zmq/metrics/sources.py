@@ -25,7 +25,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from storm_zmq.metrics.summary import TopologyLayout, TopologySummary, reports_from_beats, summarize
+from storm_zmq.metrics.ages import ReportAges
+from storm_zmq.metrics.summary import (
+    TopologyLayout,
+    TopologySummary,
+    report_age,
+    report_key,
+    reports_from_beats,
+    summarize,
+)
 
 __all__ = ["ClusterSource", "LocalSource", "MetricsSource", "UnknownTopology", "layout_from_package"]
 
@@ -63,9 +71,11 @@ class ClusterSource:
     safe: ZooKeeper reads are serialized (one kazoo retry object is shared)."""
 
     def __init__(self, state: Any, *, clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic,
                  layout_timeout: float = LAYOUT_TIMEOUT, cache_secs: float = CACHE_SECS) -> None:
         self.state = state
         self.clock = clock
+        self.monotonic = monotonic  # what a worker's age is measured by, once seen to change
         self.layout_timeout = layout_timeout
         self.cache_secs = cache_secs
         # a worker heartbeat older than this is a dead worker to nimbus: not counted
@@ -73,6 +83,7 @@ class ClusterSource:
         self._lock = threading.Lock()
         self._layouts: dict[str, TopologyLayout] = {}
         self._cache: dict[str, tuple[float, TopologySummary]] = {}
+        self._ages: dict[str, ReportAges] = {}  # per topology id: see storm_zmq.metrics.ages
 
     def _records(self) -> list[tuple[str, dict[str, Any]]]:
         records = []
@@ -95,9 +106,11 @@ class ClusterSource:
             if isinstance(record.get("launch_time"), int | float) else None,
         } for topology_id, record in records]
 
-    def find(self, name: str) -> tuple[str, dict[str, Any]]:
-        """(id, record) of the live (not killed) topology called `name`."""
-        records = self._records()
+    def find(self, name: str, records: list[tuple[str, dict[str, Any]]] | None = None) -> tuple[str, dict[str, Any]]:
+        """(id, record) of the live (not killed) topology called `name`, among
+        `records` (read from ZooKeeper when not given)."""
+        if records is None:
+            records = self._records()
         for topology_id, record in records:
             if record["name"] == name and record.get("status") != "killed":
                 return topology_id, record
@@ -110,18 +123,29 @@ class ClusterSource:
             now = self.clock()
             if cached is not None and 0 <= now - cached[0] < self.cache_secs:
                 return cached[1]
-            topology_id, record = self.find(name)
+            records = self._records()
+            topology_id, record = self.find(name, records)
             layout = self._layout(topology_id, record)
-            beats = self.state.worker_beats(topology_id)
+            reports = reports_from_beats(self.state.worker_beats(topology_id))
             errors = self.state.errors(topology_id)
             summary = summarize(
-                layout, reports_from_beats(beats), name=name, errors=errors,
+                layout, reports, name=name, errors=errors,
                 topology_id=topology_id, status=record.get("status"),
                 launch_time=record.get("launch_time"), num_workers=record.get("num_workers"),
                 now=now, stale_after=self.stale_after,
+                ages=self._report_ages(topology_id, reports, now, [tid for tid, _ in records]),
             )
             self._cache[name] = (now, summary)
             return summary
+
+    def _report_ages(self, topology_id: str, reports: list[dict[str, Any]], now: float,
+                     known: list[str]) -> dict[str, float | None]:
+        """The workers' ages by this viewer's clock where it has seen them change
+        (storm_zmq.metrics.ages); topologies no longer in ZooKeeper are forgotten."""
+        self._ages = {tid: ages for tid, ages in self._ages.items() if tid in known}
+        ages = self._ages.setdefault(topology_id, ReportAges())
+        return ages.ages({report_key(r): (r.get("time"), report_age(r, now)) for r in reports},
+                         self.monotonic())
 
     def _layout(self, topology_id: str, record: dict[str, Any]) -> TopologyLayout:
         if topology_id in self._layouts:

@@ -291,7 +291,7 @@ class WorkerSummary:
     port: int | None = None
     pid: int | None = None
     time: float | None = None  # unix time of the report
-    age_secs: float | None = None  # now - time
+    age_secs: float | None = None  # now - time, or by the viewer's clock (metrics/ages.py)
     stale: bool = False
     uptime_secs: float | None = None
     rss_bytes: int | None = None
@@ -424,11 +424,14 @@ def summarize(
     num_workers: int | None = None,
     now: float | None = None,
     stale_after: float | None = None,
+    ages: Mapping[str, float | None] | None = None,
 ) -> TopologySummary:
     """Aggregate `reports` (see the module docstring). `now` (unix time) gives the
     workers' ages and the uptime; with `stale_after`, a report older than that many
-    seconds is not counted."""
-    workers = _workers(reports, now, stale_after)
+    seconds is not counted. `ages` ("host:port" -> seconds) replaces the age `now`
+    gives a worker's report, for a viewer that judges ages by its own clock
+    (`storm_zmq.metrics.ages`)."""
+    workers = _workers(reports, now, stale_after, ages or {})
     live = [report for report, summary in workers if not summary.stale]
     merged_errors = _errors(errors or {}, [r for r, _ in workers])
 
@@ -452,8 +455,8 @@ def summarize(
     )
 
 
-def _workers(reports: Iterable[Mapping[str, Any]], now: float | None,
-             stale_after: float | None) -> list[tuple[Mapping[str, Any], WorkerSummary]]:
+def _workers(reports: Iterable[Mapping[str, Any]], now: float | None, stale_after: float | None,
+             ages: Mapping[str, float | None]) -> list[tuple[Mapping[str, Any], WorkerSummary]]:
     """One (report, summary) per worker, the newest report per worker index, sorted
     by index then address."""
     newest: dict[Any, Mapping[str, Any]] = {}
@@ -466,13 +469,26 @@ def _workers(reports: Iterable[Mapping[str, Any]], now: float | None,
         previous = newest.get(key)
         if previous is None or _number(report.get("time")) >= _number(previous.get("time")):
             newest[key] = report
-    result = [(report, _worker(report, now, stale_after)) for report in newest.values()]
+    result = [(report, _worker(report, now, stale_after, ages)) for report in newest.values()]
     result.sort(key=lambda pair: (pair[1].worker is None, pair[1].worker or 0, pair[1].key))
     return result
 
 
-def _worker(report: Mapping[str, Any], now: float | None,
-            stale_after: float | None) -> WorkerSummary:
+def report_key(report: Mapping[str, Any]) -> str:
+    """The "host:port" of the worker that sent `report` (its `WorkerSummary.key`)."""
+    host = report.get("host") if isinstance(report.get("host"), str) else None
+    return f"{host}:{_int_or_none(report.get('port'))}"
+
+
+def report_age(report: Mapping[str, Any], now: float | None) -> float | None:
+    """Seconds from the report's ``time`` to `now` (at least 0): the two hosts'
+    clocks compared. None when either is unknown."""
+    report_time = _optional_number(report.get("time"))
+    return max(0.0, now - report_time) if now is not None and report_time is not None else None
+
+
+def _worker(report: Mapping[str, Any], now: float | None, stale_after: float | None,
+            ages: Mapping[str, float | None]) -> WorkerSummary:
     components = _mapping(report.get("components"))
     transport = {k: v for k, v in _mapping(report.get("transport")).items()
                  if _optional_number(v) is not None}
@@ -483,15 +499,16 @@ def _worker(report: Mapping[str, Any], now: float | None,
     backpressure = _mapping(report.get("backpressure"))
     throttled = backpressure.get("throttled_tasks")
     report_time = _optional_number(report.get("time"))
-    age = max(0.0, now - report_time) if now is not None and report_time is not None else None
     host = report.get("host") if isinstance(report.get("host"), str) else None
     port = _int_or_none(report.get("port"))
+    key = report_key(report)
+    age = ages[key] if key in ages else report_age(report, now)
 
     def over_peers(key: str) -> int:
         return int(sum(_number(p.get(key)) for p in peers.values()))
 
     return WorkerSummary(
-        key=f"{host}:{port}",
+        key=key,
         worker=_int_or_none(report.get("worker")),
         host=host,
         port=port,

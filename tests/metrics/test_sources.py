@@ -88,3 +88,45 @@ def test_local_source_before_and_after_the_run_starts() -> None:
     assert source.topologies()[0]["status"] == "stopped"
     with pytest.raises(UnknownTopology, match=r"running: t\)"):
         source.summary("other")
+
+
+def test_a_watching_cluster_source_judges_workers_by_its_own_clock(make_state: Any) -> None:
+    """Two workers whose host clocks are an hour off: the one behind looks stale
+    until the UI sees its report change, the dead one ahead looks alive until the
+    UI has watched it not change for `nimbus.task.timeout.secs`."""
+    state = make_state()
+    now = time.time()
+    state.set_topology("ids-1", {
+        "name": "ids", "status": "active", "num_workers": 2, "launch_time": now,
+        "conf": {}, "components": {"numbers": [2, 2]},
+        "layout": {"components": [{"name": "numbers", "kind": "spout", "par": 2, "tasks": 2}]}})
+
+    def beat(port: int, worker: int, at: float, emitted: int) -> None:
+        state.heartbeat("ids-1", "127.0.0.1", port, {"time": at, "stats": {
+            "worker": worker, "time": at, "components": {"numbers": {"emitted": emitted}}}})
+
+    behind, ahead = now - 3600, now + 3600
+    beat(6700, 0, behind, 1)
+    beat(6701, 1, ahead, 10)
+    monotonic = [0.0]
+    source = ClusterSource(state, clock=lambda: now, monotonic=lambda: monotonic[0], cache_secs=0)
+    first = source.summary("ids")
+    assert [w.stale for w in first.workers] == [True, False]  # the clocks' word, at first sight
+    assert first.component("numbers").emitted == 10
+
+    monotonic[0] += 2
+    beat(6700, 0, behind + 2, 2)  # the worker behind goes on reporting; the one ahead died
+    second = source.summary("ids")
+    assert [w.stale for w in second.workers] == [False, False]
+    assert second.workers[0].age_secs == 0.0
+    assert second.component("numbers").emitted == 12
+
+    monotonic[0] += 29
+    beat(6700, 0, behind + 31, 3)
+    third = source.summary("ids")
+    assert [w.stale for w in third.workers] == [False, True], "watched unchanged for 31 s > 30 s"
+    assert third.workers[1].age_secs == 31.0
+    assert third.component("numbers").emitted == 3
+
+    one_shot = ClusterSource(state, clock=lambda: now).summary("ids")  # `storm-zmq stats`
+    assert [w.stale for w in one_shot.workers] == [True, False]
