@@ -501,14 +501,14 @@ def _worker(report: Mapping[str, Any], now: float | None, stale_after: float | N
     report_time = _optional_number(report.get("time"))
     host = report.get("host") if isinstance(report.get("host"), str) else None
     port = _int_or_none(report.get("port"))
-    key = report_key(report)
-    age = ages[key] if key in ages else report_age(report, now)
+    address = report_key(report)
+    age = ages[address] if address in ages else report_age(report, now)
 
     def over_peers(key: str) -> int:
         return int(sum(_number(p.get(key)) for p in peers.values()))
 
     return WorkerSummary(
-        key=key,
+        key=address,
         worker=_int_or_none(report.get("worker")),
         host=host,
         port=port,
