@@ -106,11 +106,14 @@ class ClusterSource:
             if isinstance(record.get("launch_time"), int | float) else None,
         } for topology_id, record in records]
 
-    def find(self, name: str, records: list[tuple[str, dict[str, Any]]] | None = None) -> tuple[str, dict[str, Any]]:
-        """(id, record) of the live (not killed) topology called `name`, among
-        `records` (read from ZooKeeper when not given)."""
-        if records is None:
-            records = self._records()
+    def find(self, name: str) -> tuple[str, dict[str, Any]]:
+        """(id, record) of the live (not killed) topology called `name`."""
+        return self._find(name, self._records())
+
+    @staticmethod
+    def _find(
+        name: str, records: list[tuple[str, dict[str, Any]]]
+    ) -> tuple[str, dict[str, Any]]:
         for topology_id, record in records:
             if record["name"] == name and record.get("status") != "killed":
                 return topology_id, record
@@ -124,7 +127,7 @@ class ClusterSource:
             if cached is not None and 0 <= now - cached[0] < self.cache_secs:
                 return cached[1]
             records = self._records()
-            topology_id, record = self.find(name, records)
+            topology_id, record = self._find(name, records)
             layout = self._layout(topology_id, record)
             reports = reports_from_beats(self.state.worker_beats(topology_id))
             errors = self.state.errors(topology_id)
@@ -143,7 +146,7 @@ class ClusterSource:
         """The workers' ages by this viewer's clock where it has seen them change
         (storm_zmq.metrics.ages); topologies no longer in ZooKeeper are forgotten."""
         self._ages = {tid: ages for tid, ages in self._ages.items() if tid in known}
-        ages = self._ages.setdefault(topology_id, ReportAges())
+        ages = self._ages.setdefault(topology_id, ReportAges(max_gap=self.stale_after))
         return ages.ages({report_key(r): (r.get("time"), report_age(r, now)) for r in reports},
                          self.monotonic())
 

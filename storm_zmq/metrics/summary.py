@@ -20,8 +20,9 @@ Aggregation (Storm's): counters and queue depths are summed over workers; latenc
 are summed as ``ms_total`` and ``samples`` and divided once (a mean of means would
 weight a quiet worker like a busy one); capacity is the maximum over workers (the
 busiest executor is the bottleneck). One report per worker index is kept, the newest
-(a worker moved to another slot leaves its old heartbeat behind for a while); reports
-older than ``stale_after`` seconds are listed as stale but not counted.
+(a worker moved to another slot leaves its old heartbeat behind for a while); a report
+whose age (by the clocks, or the viewer's own: `summarize`'s ``ages``) is more than
+``stale_after`` seconds is listed as stale but not counted.
 """
 
 from __future__ import annotations
@@ -467,11 +468,22 @@ def _workers(reports: Iterable[Mapping[str, Any]], now: float | None, stale_afte
         key: Any = ("index", index) if index is not None else \
             ("address", report.get("host"), report.get("port"))
         previous = newest.get(key)
-        if previous is None or _number(report.get("time")) >= _number(previous.get("time")):
+        if previous is None or _newer(report, previous, ages):
             newest[key] = report
     result = [(report, _worker(report, now, stale_after, ages)) for report in newest.values()]
     result.sort(key=lambda pair: (pair[1].worker is None, pair[1].worker or 0, pair[1].key))
     return result
+
+
+def _newer(report: Mapping[str, Any], previous: Mapping[str, Any],
+           ages: Mapping[str, float | None]) -> bool:
+    """Whether `report` is at least as new as `previous` (two heartbeats of one
+    worker index, from different slots): by the viewer's ages when it has both,
+    since their times come from two hosts' clocks."""
+    age, previous_age = ages.get(report_key(report)), ages.get(report_key(previous))
+    if age is not None and previous_age is not None:
+        return age <= previous_age
+    return _number(report.get("time")) >= _number(previous.get("time"))
 
 
 def report_key(report: Mapping[str, Any]) -> str:

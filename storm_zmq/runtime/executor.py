@@ -501,12 +501,14 @@ class Executor(threading.Thread):
 
     def _send_acks(self, acks: dict[int, int]) -> None:
         """A flush's folded acks (root -> XOR): each local acker gets its share
-        under one taking of its lock, the others one ACKER_ACK per root."""
-        source = self.assignment.tasks[0]
+        under one taking of its lock (every acking thread of the worker takes it),
+        the others one ACKER_ACK per root. The local ones go first: they cannot
+        fail, and a send that does (the worker dies of it) then loses no more."""
         ackers = self._ackers
         count = len(ackers)
         local_ackers = self._local_ackers
         shares: dict[int, list[tuple[int, int]]] = {}
+        remote: list[tuple[int, int, int]] = []
         for root, xor in acks.items():
             acker = ackers[acker_index(root, count)]
             if acker in local_ackers:
@@ -515,10 +517,13 @@ class Executor(threading.Thread):
                     share = shares[acker] = []
                 share.append((root, xor))
             else:
-                self._send_system(source, acker, ACKER_ACK_STREAM_ID, (root, xor))
+                remote.append((acker, root, xor))
         for acker, share in shares.items():
             for outcome in local_ackers[acker].apply_acks(share):
                 self._send_outcome(acker, outcome)
+        source = self.assignment.tasks[0]
+        for acker, root, xor in remote:
+            self._send_system(source, acker, ACKER_ACK_STREAM_ID, (root, xor))
 
     def _send_outcome(self, acker: int, outcome: Outcome) -> None:
         """A tree's completion (or failure), from acker task `acker` to its spout task."""

@@ -168,12 +168,10 @@ def test_logs_shows_the_workers_logs_of_a_submitted_topology(
     try:
         cluster.start("nimbus", "nimbus")
         viewer_port = free_port()
-        cluster.start("s1", "supervisor", "-o", f"storm.local.dir={tmp_path / 's1'}",
-                      "-o", f"supervisor.slots.ports={[free_port(), free_port()]}",
-                      "-o", f"logviewer.port={viewer_port}")
+        # both registered before the submit, so that each gets one of the two workers
+        cluster.supervisor("s1", "-o", f"logviewer.port={viewer_port}")
         # s2's viewer is off: logs says where its workers' files are instead
-        cluster.start("s2", "supervisor", "-o", f"storm.local.dir={tmp_path / 's2'}",
-                      "-o", f"supervisor.slots.ports={[free_port()]}", "-o", "logviewer.port=0")
+        cluster.supervisor("s2", "-o", "logviewer.port=0", slots=1)
         submit = cluster.cli("submit", str(TOPOLOGY), "-w", "2", "-o", "test.count=1000000",
                              "-o", "test.rate=20", "-o", f"test.output_dir={cluster.output}",
                              "-o", "topology.debug=true", "--wait", "60")

@@ -76,12 +76,12 @@ class Cluster:
             stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True,
             cwd=self.tmp)
 
-    def supervisor(self, name: str) -> None:
+    def supervisor(self, name: str, *options: str, slots: int = 2) -> None:
         """Start a supervisor and wait until nimbus can see it (it is registered),
         so that what a test submits next is spread over every supervisor started."""
-        ports = [free_port(), free_port()]
+        ports = [free_port() for _ in range(slots)]
         self.start(name, "supervisor", "-o", f"storm.local.dir={self.tmp / name}",
-                   "-o", f"supervisor.slots.ports={ports}")
+                   "-o", f"supervisor.slots.ports={ports}", *options)
         id_file = self.tmp / name / "supervisor" / "id"
         with ClusterState(self.zk_conf).start(timeout=10) as state:
             wait_for(lambda: id_file.exists() and id_file.read_text().strip() in state.supervisors(),

@@ -118,7 +118,7 @@ def test_a_watching_cluster_source_judges_workers_by_its_own_clock(make_state: A
     beat(6700, 0, behind + 2, 2)  # the worker behind goes on reporting; the one ahead died
     second = source.summary("ids")
     assert [w.stale for w in second.workers] == [False, False]
-    assert second.workers[0].age_secs == 0.0
+    assert second.workers[0].age_secs == 2.0  # changed since the look 2 s ago
     assert second.component("numbers").emitted == 12
 
     monotonic[0] += 29
@@ -128,5 +128,11 @@ def test_a_watching_cluster_source_judges_workers_by_its_own_clock(make_state: A
     assert third.workers[1].age_secs == 31.0
     assert third.component("numbers").emitted == 3
 
+    assert third.workers[0].age_secs == 29.0
+
     one_shot = ClusterSource(state, clock=lambda: now).summary("ids")  # `storm-zmq stats`
     assert [w.stale for w in one_shot.workers] == [True, False]
+
+    monotonic[0] += 3600  # looks further apart than the timeout: the clocks' word again
+    beat(6700, 0, behind + 40, 4)  # (the viewer's wall clock stands still in this test)
+    assert [w.stale for w in source.summary("ids").workers] == [True, False]

@@ -525,11 +525,10 @@ def test_a_flush_sends_the_acks_for_another_workers_acker_and_applies_the_rest()
     acks_sent = [tuple(v) for task, _, stream, _, vals in remote if task == other_acker for v in vals]
     assert {stream for task, _, stream, _, _ in remote if task == other_acker} == {ACKER_ACK_STREAM_ID}
     assert sorted(acks_sent) == sorted(edges[other_acker].items())
-    # the own acker's trees are complete; their completions go to the spout, in
-    # this worker (its queue) or the other one (the transfer queue)
-    spout = built.get("sentence_spout")
-    completions = [tup.values[0] for _, tup in taken(state, spout.index)] if spout else \
-        [v[0] for task, source, _, _, vals in remote if task == spout_task for v in vals]
+    # the own acker's trees are complete; their completions go to the spout, which
+    # the assignment puts in the other worker
+    assert state.task_location[spout_task] < 0
+    completions = [v[0] for task, _, _, _, vals in remote if task == spout_task for v in vals]
     assert sorted(completions) == sorted(edges[own_acker])
 
 
