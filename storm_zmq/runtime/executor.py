@@ -816,6 +816,34 @@ class AckerExecutor(Executor):
             self.executed += len(acks)
         return outcomes
 
+    def _apply_received(self, tuples: Sequence[tuple[int, Tuple]]) -> None:
+        """Messages from other workers, in their order: each run of ACKER_ACKs to
+        one task under one taking of the lock (as a local flush's), anything else
+        one at a time. Only runs are grouped, so an ack and a fail of one tree
+        are still applied in the order they came."""
+        run_task = -1
+        run: list[tuple[int, int]] = []
+        for task, tup in tuples:
+            if tup.stream == ACKER_ACK_STREAM_ID:
+                if run and task != run_task:
+                    self._settle_run(run_task, run)
+                    run = []
+                run_task = task
+                run.append((tup.values[0], tup.values[1]))
+                continue
+            if run:
+                self._settle_run(run_task, run)
+                run = []
+            outcome = self.apply(tup.stream, tup.values)
+            if outcome is not None:
+                self._send_outcome(task, outcome)
+        if run:
+            self._settle_run(run_task, run)
+
+    def _settle_run(self, task: int, acks: list[tuple[int, int]]) -> None:
+        for outcome in self.apply_acks(acks):
+            self._send_outcome(task, outcome)
+
     def loop(self) -> None:
         state = self.state
         incoming = self.incoming
@@ -823,10 +851,7 @@ class AckerExecutor(Executor):
         next_rotation = time.monotonic() + interval
         while not self.stop_requested.is_set():
             for batch in incoming.get_all(timeout=0.05):
-                for task, tup in self._tuples_of(batch):
-                    outcome = self.apply(tup.stream, tup.values)
-                    if outcome is not None:
-                        self._send_outcome(task, outcome)
+                self._apply_received(self._tuples_of(batch))
             now = time.monotonic()
             if now >= next_rotation:
                 with self.lock:

@@ -532,6 +532,35 @@ def test_a_flush_sends_the_acks_for_another_workers_acker_and_applies_the_rest()
     assert sorted(completions) == sorted(edges[own_acker])
 
 
+def test_the_acker_applies_runs_of_received_acks_at_once_and_keeps_their_order() -> None:
+    """Acker messages from other workers reach the acker's own thread in batches:
+    each run of acks takes the lock once, and an ack and a fail of one tree keep
+    the order they came in (U fails first, T completes first)."""
+    state, executors = whole_word_count({})
+    acker, spout = executors[ACKER], executors["sentence_spout"]
+    (acker_task,) = acker.assignment.tasks
+    (spout_task,) = spout.assignment.tasks
+    edge = {name: index + 0x100 for index, name in enumerate("ABCDTU")}
+    root = {name: index + 1 for index, name in enumerate("ABCDTU")}
+    for name in "ABCDTU":
+        acker.apply(ACKER_INIT_STREAM_ID, (root[name], edge[name], spout_task))
+
+    def received(stream: str, name: str) -> tuple[int, Tuple]:
+        values = (root[name], edge[name]) if stream == ACKER_ACK_STREAM_ID else (root[name],)
+        return acker_task, Tuple(None, "count_bolt", stream, 99, values)
+
+    ack, fail = ACKER_ACK_STREAM_ID, ACKER_FAIL_STREAM_ID
+    batch = [received(ack, "A"), received(ack, "B"), received(ack, "C"), received(fail, "U"),
+             received(ack, "U"), received(ack, "T"), received(fail, "T"), received(ack, "D")]
+    acker.lock = CountingLock()  # type: ignore[assignment]
+    acker._apply_received(batch)
+    acker.flush()
+    assert acker.lock.taken == 5  # A-C, fail U, U and T, fail T, D
+    outcomes = [(tup.stream, tup.values[0]) for _, tup in taken(state, spout.index)]
+    assert outcomes == [(ack, root["A"]), (ack, root["B"]), (ack, root["C"]), (fail, root["U"]),
+                        (ack, root["T"]), (ack, root["D"])]
+
+
 def test_a_spout_draws_its_roots_for_an_acker_of_its_own_worker() -> None:
     """Two workers, an acker in each: every tree of the spout belongs to the acker
     of the spout's own worker, so its init is applied there (and its completion
