@@ -486,10 +486,15 @@ def _newer(report: Mapping[str, Any], previous: Mapping[str, Any],
     return _number(report.get("time")) >= _number(previous.get("time"))
 
 
+def _host_port(report: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    host = report.get("host")
+    return (host if isinstance(host, str) else None), _int_or_none(report.get("port"))
+
+
 def report_key(report: Mapping[str, Any]) -> str:
     """The "host:port" of the worker that sent `report` (its `WorkerSummary.key`)."""
-    host = report.get("host") if isinstance(report.get("host"), str) else None
-    return f"{host}:{_int_or_none(report.get('port'))}"
+    host, port = _host_port(report)
+    return f"{host}:{port}"
 
 
 def report_age(report: Mapping[str, Any], now: float | None) -> float | None:
@@ -511,8 +516,7 @@ def _worker(report: Mapping[str, Any], now: float | None, stale_after: float | N
     backpressure = _mapping(report.get("backpressure"))
     throttled = backpressure.get("throttled_tasks")
     report_time = _optional_number(report.get("time"))
-    host = report.get("host") if isinstance(report.get("host"), str) else None
-    port = _int_or_none(report.get("port"))
+    host, port = _host_port(report)
     address = report_key(report)
     age = ages[address] if address in ages else report_age(report, now)
 
@@ -573,9 +577,9 @@ def _component(name: str, declared: ComponentLayout | None,
         if not entry and name not in _mapping(report.get("components")):
             continue
         hosts.append(f"{report.get('host')}:{report.get('port')}")
-        host = report.get("host")
+        host, port = _host_port(report)
         on_workers.append(ComponentOnWorker(
-            host=host if isinstance(host, str) else None, port=_int_or_none(report.get("port")),
+            host=host, port=port,
             worker=_int_or_none(report.get("worker")),
             values=tuple((key, _number(entry.get(key))) for key in MONOTONIC)))
         for key in totals:

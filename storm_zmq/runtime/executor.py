@@ -494,10 +494,8 @@ class Executor(threading.Thread):
         local = self._local_ackers.get(acker)
         if local is None:
             self._send_system(source, acker, stream, values)
-            return
-        outcome = local.apply(stream, values)
-        if outcome is not None:
-            self._send_outcome(acker, outcome)
+        else:
+            self._apply_to(local, acker, stream, values)
 
     def _send_acks(self, acks: dict[int, int]) -> None:
         """A flush's folded acks (root -> XOR): each local acker gets its share
@@ -519,11 +517,22 @@ class Executor(threading.Thread):
             else:
                 remote.append((acker, root, xor))
         for acker, share in shares.items():
-            for outcome in local_ackers[acker].apply_acks(share):
-                self._send_outcome(acker, outcome)
+            self._apply_acks_to(local_ackers[acker], acker, share)
         source = self.assignment.tasks[0]
         for acker, root, xor in remote:
             self._send_system(source, acker, ACKER_ACK_STREAM_ID, (root, xor))
+
+    # An acker of this worker is applied to by the thread whose message it is (the
+    # acker's own thread for messages from other workers); the outcome leaves with
+    # that thread's output, from acker task `task`.
+    def _apply_to(self, acker: AckerExecutor, task: int, stream: str, values: Sequence[Any]) -> None:
+        outcome = acker.apply(stream, values)
+        if outcome is not None:
+            self._send_outcome(task, outcome)
+
+    def _apply_acks_to(self, acker: AckerExecutor, task: int, acks: list[tuple[int, int]]) -> None:
+        for outcome in acker.apply_acks(acks):
+            self._send_outcome(task, outcome)
 
     def _send_outcome(self, acker: int, outcome: Outcome) -> None:
         """A tree's completion (or failure), from acker task `acker` to its spout task."""
@@ -826,23 +835,17 @@ class AckerExecutor(Executor):
         for task, tup in tuples:
             if tup.stream == ACKER_ACK_STREAM_ID:
                 if run and task != run_task:
-                    self._settle_run(run_task, run)
+                    self._apply_acks_to(self, run_task, run)
                     run = []
                 run_task = task
                 run.append((tup.values[0], tup.values[1]))
                 continue
             if run:
-                self._settle_run(run_task, run)
+                self._apply_acks_to(self, run_task, run)
                 run = []
-            outcome = self.apply(tup.stream, tup.values)
-            if outcome is not None:
-                self._send_outcome(task, outcome)
+            self._apply_to(self, task, tup.stream, tup.values)
         if run:
-            self._settle_run(run_task, run)
-
-    def _settle_run(self, task: int, acks: list[tuple[int, int]]) -> None:
-        for outcome in self.apply_acks(acks):
-            self._send_outcome(task, outcome)
+            self._apply_acks_to(self, run_task, run)
 
     def loop(self) -> None:
         state = self.state
