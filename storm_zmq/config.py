@@ -282,7 +282,8 @@ SCHEMA: dict[str, Setting] = {
         False, "bool", "true: shuffle and local-or-shuffle groupings spread tuples "
         "exactly evenly; false (Storm 2's default): they go round their least loaded "
         "target tasks, so that an emitter does not wait on one busy task while another "
-        "idles (docs/architecture.md, \"Load-aware shuffles\")."),
+        "idles, and send less to tasks of a worker short of CPU (docs/architecture.md, "
+        "\"Load-aware shuffles\", \"CPU-aware weights\")."),
     "topology.debug": Setting(False, "bool", "Log every emitted tuple."),
     "topology.testing.always.try.serialize": Setting(
         False, "bool", "Serialize every emitted tuple, also those delivered inside the "

@@ -51,19 +51,31 @@ class MalformedStatus(ValueError):
     """A backpressure control message that does not decode."""
 
 
-def encode_status(worker: int, throttled: Iterable[int]) -> bytes:
-    """The payload of a status message: who says it, and its throttled tasks."""
-    return msgpack.packb([worker, sorted(throttled)])
+def encode_status(worker: int, throttled: Iterable[int], busy: float | None = None) -> bytes:
+    """The payload of a status message: who says it, its throttled tasks, and the
+    share of a core its process used lately (`storm_zmq.runtime.balance`), if known."""
+    if busy is None:
+        return msgpack.packb([worker, sorted(throttled)])
+    return msgpack.packb([worker, sorted(throttled), round(busy, 3)])
 
 
-def decode_status(payload: bytes) -> tuple[int, frozenset[int]]:
+def decode_status(payload: bytes) -> tuple[int, frozenset[int], float | None]:
+    """(worker, throttled tasks, busy or None)."""
     try:
-        worker, tasks = msgpack.unpackb(payload, use_list=True)
+        status = msgpack.unpackb(payload, use_list=True)
     except Exception as exc:
         raise MalformedStatus(f"backpressure status does not decode: {exc!r}") from None
-    if type(worker) is not int or type(tasks) is not list or not all(type(t) is int for t in tasks):
-        raise MalformedStatus(f"backpressure status is not [worker, [tasks]]: {[worker, tasks]!r}")
-    return worker, frozenset(tasks)
+    if type(status) is not list or len(status) not in (2, 3):
+        raise MalformedStatus(f"backpressure status is not [worker, [tasks], busy]: {status!r}")
+    worker, tasks = status[0], status[1]
+    busy = status[2] if len(status) == 3 else None
+    if (
+        type(worker) is not int or type(tasks) is not list
+        or not all(type(t) is int for t in tasks)
+        or not (busy is None or (type(busy) in (int, float) and 0 <= busy <= 1))
+    ):
+        raise MalformedStatus(f"backpressure status is not [worker, [tasks], busy]: {status!r}")
+    return worker, frozenset(tasks), None if busy is None else float(busy)
 
 
 class ThrottleTable:

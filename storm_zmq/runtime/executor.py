@@ -603,13 +603,14 @@ class Executor(threading.Thread):
 
     def flush(self) -> None:
         """Hand buffered output on: one queue put per destination. Then the
-        load-aware shuffles learn their targets' loads, so the next batch goes
-        around the busy ones."""
+        load-aware shuffles learn their targets' loads and their workers' weights,
+        so the next batch goes around the busy ones."""
         self._publish()
         if self._shuffles:
             loads = self.worker.task_loads()
+            weights = self.worker.task_weights
             for chooser in self._shuffles:
-                chooser.refresh(loads)
+                chooser.refresh(loads, weights)
 
     def _publish(self) -> None:
         if self._acks_out:

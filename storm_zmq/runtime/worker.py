@@ -41,6 +41,7 @@ from storm_zmq.runtime.backpressure import (
     decode_status,
     encode_status,
 )
+from storm_zmq.runtime.balance import REPORT_SECS, BusyMeter, WorkerBalance
 from storm_zmq.runtime.executor import (
     AckerExecutor,
     Executor,
@@ -130,6 +131,14 @@ class WorkerState:
         # this worker's receive thread holds back, and the topology's cycles.
         self.throttle = ThrottleTable()
         self._throttle_changed = threading.Condition()
+        # CPU-aware shuffles (runtime/balance.py): this worker's receive thread
+        # weighs the workers by how busy each says it is; executors read the
+        # weights per task, a dict replaced whole, never changed in place.
+        self.balances_load = len(assignment.workers) > 1 and not conf.get(
+            "topology.disable.loadaware.messaging"
+        )
+        self.balance = WorkerBalance(len(assignment.workers))
+        self.task_weights: dict[int, float] = {}
         # Beyond its queue, an executor's input may wait in the overflow up to what
         # peers can have in flight before they hear of the throttle.
         in_flight = 8 * int(conf["topology.transfer.batch.size"])
@@ -611,6 +620,10 @@ class Worker:
         throttled: frozenset[int] = frozenset()
         next_repeat = 0.0
         has_peers = len(self.assignment.workers) > 1
+        balance = state.balance if state.balances_load else None
+        meter = BusyMeter()
+        next_report = 0.0
+        task_worker = {task: state.assignment.worker_of_task(task) for task in location}
         try:
             while not state.stopping.is_set():
                 messages = server.recv(timeout=0.005 if inbound.holding else 0.1)
@@ -641,21 +654,32 @@ class Worker:
                 now = time.monotonic()
                 if state.throttle.expire(now):
                     state.throttle_changed()
-                if (changed or (throttled and now >= next_repeat)) and has_peers:
+                busy = None
+                if balance is not None and now >= next_report:
+                    next_report = now + REPORT_SECS
+                    busy = meter.sample(time.process_time(), now)
+                    if busy is not None:
+                        balance.observe(self.index, busy, now)
+                    if balance.update(now):
+                        state.task_weights = balance.task_weights(task_worker)
+                if (changed or busy is not None or (throttled and now >= next_repeat)) and has_peers:
                     # (one worker alone has nobody to tell, and no thread to take it)
                     throttled = inbound.throttled_tasks
-                    self._status_out.put(encode_status(self.index, throttled))
+                    self._status_out.put(encode_status(self.index, throttled, busy))
                     next_repeat = now + STATUS_REPEAT_SECS
         except QueueClosed:
             return
 
     def _on_status(self, payload: bytes) -> None:
         try:
-            worker, tasks = decode_status(payload)
+            worker, tasks, busy = decode_status(payload)
         except MalformedStatus as exc:
             self.state.refused.record("control", str(exc))
             return
-        if self.state.throttle.update(worker, tasks, time.monotonic()):
+        now = time.monotonic()
+        if busy is not None:
+            self.state.balance.observe(worker, busy, now)
+        if self.state.throttle.update(worker, tasks, now):
             self.state.throttle_changed()
 
     def _status_loop(self) -> None:

@@ -16,7 +16,9 @@ Semantics (Storm 2):
   ``refresh`` with the targets' loads (``WorkerState.task_loads``), and the
   round-robin then goes over the least loaded targets only (within 5 %, Storm's
   slack), so an emitter does not wait on one busy target while another idles;
-  with no load anywhere it is the exact round-robin. How this differs from Storm's
+  with no load anywhere it is the exact round-robin. Among those targets, each
+  task's share follows its worker's weight, which falls while that worker is
+  short of CPU (``storm_zmq.runtime.balance``). How this differs from Storm's
   ``LoadAwareShuffleGrouping``: docs/architecture.md, "Load-aware shuffles".
 * ``local_or_shuffle``: shuffle among the target tasks in this worker, if there are
   any, else among all of them (load-aware among those the same way).
@@ -184,22 +186,25 @@ class _ShuffleChooser:
     def __init__(self, tasks: Sequence[int], rng: random.Random) -> None:
         self.tasks = tuple(tasks)
         self._rng = rng
-        self._cycle(self.tasks)
+        self._cycle(tuple((task, 1) for task in self.tasks))
 
-    def _cycle(self, eligible: tuple[int, ...]) -> None:
+    def _cycle(self, eligible: tuple[tuple[int, int], ...]) -> None:
+        """Cycle over a shuffle of (task, times it appears in the cycle) pairs."""
         self._eligible = eligible
-        choices = [(task,) for task in eligible]
+        choices = [(task,) for task, times in eligible for _ in range(times)]
         self._rng.shuffle(choices)
         self._next = itertools.cycle(choices).__next__
 
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
         return self._next()
 
-    def refresh(self, loads: Mapping[int, float]) -> None:
+    def refresh(self, loads: Mapping[int, float], weights: Mapping[int, float] | None = None) -> None:
         """Choose among the least loaded targets from now on: those whose load
         (a task missing from `loads` has 0) is within `LOAD_SLACK` of the lowest.
-        The round-robin order is kept while that set stays the same, so equally
-        loaded targets still get exactly even shares."""
+        Among those, a task's share follows its weight (`weights`, from how busy
+        its worker is: `storm_zmq.runtime.balance`; missing means 1), in steps of
+        1/`WEIGHT_STEPS` of the heaviest. The cycle is kept while that set and
+        those shares stay the same, so equal targets still get exactly even shares."""
         tasks = self.tasks
         if loads:
             task_loads = [loads.get(task, 0.0) for task in tasks]
@@ -209,8 +214,17 @@ class _ShuffleChooser:
             ) or tasks  # (none only if a load were NaN)
         else:  # nothing loaded anywhere, the common case at low load
             eligible = tasks
-        if eligible != self._eligible:
-            self._cycle(eligible)
+        if weights:
+            task_weights = [weights.get(task, 1.0) for task in eligible]
+            heaviest = max(task_weights)
+            times = [max(1, round(WEIGHT_STEPS * w / heaviest)) for w in task_weights]
+            if len(set(times)) == 1:
+                times = [1] * len(eligible)
+            shares = tuple(zip(eligible, times, strict=True))
+        else:
+            shares = tuple((task, 1) for task in eligible)
+        if shares != self._eligible:
+            self._cycle(shares)
 
 
 class _ConstantChooser:
@@ -227,6 +241,8 @@ class _ConstantChooser:
 
 #: Targets whose load is within this of the lowest count as least loaded (Storm's 5 %).
 LOAD_SLACK = 0.05
+#: A weighted shuffle's shares are multiples of 1/WEIGHT_STEPS of the heaviest target's.
+WEIGHT_STEPS = 10
 
 #: A fields chooser remembers the choice for at most this many short str keys...
 MEMO_ENTRIES = 16_384

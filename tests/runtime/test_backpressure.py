@@ -22,10 +22,14 @@ from storm_zmq.runtime.queues import BatchQueue
 
 
 def test_status_round_trip_and_malformed_statuses() -> None:
-    assert decode_status(encode_status(3, {9, 4})) == (3, frozenset({4, 9}))
-    assert decode_status(encode_status(0, [])) == (0, frozenset())
+    assert decode_status(encode_status(3, {9, 4})) == (3, frozenset({4, 9}), None)
+    assert decode_status(encode_status(0, [])) == (0, frozenset(), None)
+    assert decode_status(encode_status(1, [2], busy=0.87649)) == (1, frozenset({2}), 0.876)
+    assert decode_status(msgpack.packb([1, [], 1])) == (1, frozenset(), 1.0)
     for bad in (b"", b"\xc1", msgpack.packb([1]), msgpack.packb(["w", [1]]),
-                msgpack.packb([1, [1, "x"]]), msgpack.packb([1, 2]), msgpack.packb({"a": 1})):
+                msgpack.packb([1, [1, "x"]]), msgpack.packb([1, 2]), msgpack.packb({"a": 1}),
+                msgpack.packb([1, [], 1.5]), msgpack.packb([1, [], "busy"]),
+                msgpack.packb([1, [], 0.5, 0])):
         with pytest.raises(MalformedStatus):
             decode_status(bad)
 

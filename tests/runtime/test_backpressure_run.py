@@ -194,3 +194,36 @@ def test_a_shuffle_goes_around_a_slow_task_unless_load_awareness_is_off(
         # round-robin: the spout emitted as many to each, and the stop drains what
         # was in flight, so both ran the same give or take a batch
         assert abs(fast - slow) <= 2 * queue
+
+
+@pytest.mark.parametrize("load_aware", [True, False])
+def test_a_shuffle_sends_less_to_a_worker_short_of_cpu(tmp_path: Path, load_aware: bool) -> None:
+    """A spout pacing 2,000 tuples a second shuffles over two sink tasks, each in
+    one worker; a spout in the other worker burns its interpreter. The queues stay
+    short, so only the workers' CPU reports tell them apart: load-aware, the sink
+    beside the burner gets a share that shrinks to the floor within seconds; with
+    `topology.disable.loadaware.messaging`, exactly half."""
+    definition = load_topology(PROJECT / "topologies" / "busy.py").definition()
+    parallelism = {name: (c.par, c.num_tasks) for name, c in definition.components.items()}
+    slots = [WorkerSlot("127.0.0.1", 1), WorkerSlot("127.0.0.1", 2)]
+    placed = {e.tasks[0]: (e.component, e.worker) for e in assign("x", parallelism, slots, 0).executors}
+    (burner_worker,) = [w for c, w in placed.values() if c == "burner"]
+    beside = {t for t, (c, w) in placed.items() if c == "sink" and w == burner_worker}
+    assert len(beside) == 1, "one sink task beside the burner, one away from it"
+    result = run_topology(
+        "busy.py", tmp_path, 10,
+        {"topology.disable.loadaware.messaging": not load_aware, "test.sleep_ms": 0,
+         "test.rate": 2000},
+    )
+    assert result.exit_code == 0, result.reason
+    ran = {r["task"]: r["ran"] for r in (json.loads(p.read_text()) for p in tmp_path.glob("ran-*.json"))}
+    (busy_task,) = beside
+    (idle_task,) = set(ran) - beside
+    busy, idle = ran[busy_task], ran[idle_task]
+    print(f"load-aware {load_aware}: the sink beside the burner ran {busy:,}, the other {idle:,}")
+    assert busy + idle >= 10_000, "the spout kept its pace"
+    if load_aware:
+        assert busy >= 100, "a worker keeps a share: what it reports stays current"
+        assert idle >= 2 * busy
+    else:
+        assert abs(idle - busy) <= 2 * 100  # round-robin, give or take what was in flight

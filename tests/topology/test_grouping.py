@@ -150,6 +150,29 @@ def test_a_refresh_that_changes_nothing_keeps_the_exact_round_robin() -> None:
     assert all(chosen[i] == chosen[i + 3] for i in range(len(chosen) - 3)), "one order throughout"
 
 
+def test_a_weighted_shuffle_gives_each_target_its_share() -> None:
+    c = chooser(Grouping.SHUFFLE, [1, 2, 3])
+    c.refresh({}, {1: 0.2, 2: 1.0})  # 3 is missing: weight 1
+    assert Counter(c.choose(())[0] for _ in range(2200)) == {1: 200, 2: 1000, 3: 1000}
+    c.refresh({2: 1.0}, {1: 0.2, 2: 1.0})  # the loaded target is out; the rest keep their shares
+    assert Counter(c.choose(())[0] for _ in range(1200)) == {1: 200, 3: 1000}
+    c.refresh({}, {1: 0.01, 2: 0.5, 3: 0.5})  # a share is never below one step
+    assert Counter(c.choose(())[0] for _ in range(2100)) == {1: 100, 2: 1000, 3: 1000}
+    c.refresh({}, {1: 0.3, 2: 0.3, 3: 0.3})  # equal weights: the exact round-robin again
+    assert Counter(c.choose(())[0] for _ in range(300)) == {1: 100, 2: 100, 3: 100}
+    assert sorted(c.choose(())[0] for _ in range(3)) == [1, 2, 3]
+
+
+def test_the_same_weights_keep_the_cycle() -> None:
+    c = chooser(Grouping.SHUFFLE, [1, 2])
+    c.refresh({}, {1: 0.5, 2: 1.0})
+    chosen = []
+    for _ in range(50):
+        chosen += [c.choose(())[0] for _ in range(7)]
+        c.refresh({}, {1: 0.52, 2: 1.0})  # rounds to the same shares
+    assert all(chosen[i] == chosen[i + 15] for i in range(len(chosen) - 15)), "one order throughout"
+
+
 def test_a_load_aware_local_or_shuffle_stays_local() -> None:
     c = chooser(Grouping.LOCAL_OR_SHUFFLE, [1, 2, 3, 4], local={2, 4})
     c.refresh({2: 1.0})  # 1 and 3 have no load, but they are not local

@@ -83,6 +83,7 @@ class OneSlowTaskBolt(Bolt):
 
     def initialize(self, conf, ctx):
         self.conf, self.task, self.count = conf, ctx["taskid"], 0
+        self.port = ctx["worker.port"]
         tasks = sorted(int(t) for t, c in ctx["task->component"].items() if c == ctx["componentid"])
         self.sleep = float(conf.get("test.sleep_ms", 1)) / 1000 if self.task == tasks[0] else 0.0
 
@@ -94,4 +95,17 @@ class OneSlowTaskBolt(Bolt):
     def cleanup(self):
         path = os.path.join(self.conf["test.output_dir"], f"ran-{self.task}.json")
         with open(path, "w") as out:
-            json.dump({"task": self.task, "slow": bool(self.sleep), "ran": self.count}, out)
+            json.dump({"task": self.task, "slow": bool(self.sleep), "ran": self.count,
+                       "port": self.port}, out)
+
+
+class BurnerSpout(Spout):
+    """Emits nothing and keeps its worker's interpreter busy: a worker short of CPU
+    whatever its queues say."""
+
+    outputs = ["nothing"]
+
+    def next_tuple(self):
+        end = time.perf_counter() + 0.05
+        while time.perf_counter() < end:
+            pass

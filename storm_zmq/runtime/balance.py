@@ -1,0 +1,108 @@
+"""How busy each worker is, and how much shuffled traffic each should get: pure.
+
+Why: a Python worker runs its executors under one interpreter lock, so it is full
+when its process uses about one core, whatever its queues say. Storm's load-aware
+shuffles look at queues only, and so did ours; but the word count with two workers
+showed the worker that hosts the spout (and its acker) at 90-96 % of a core while
+the other used 60 %, its queues short because everything in it was slow alike.
+Shifting some of the spout's sentences to the idle worker's split task made the
+topology faster (docs/benchmarks.md, "Session 10").
+
+So every worker measures the share of a core its process used (`BusyMeter`), tells
+its peers with its backpressure status every `REPORT_SECS`, and `WorkerBalance`
+turns what it knows into a weight per worker: the shuffles of every executor then
+give a task of a worker a share of their tuples in proportion to that weight
+(`storm_zmq.topology.grouping`, `_ShuffleChooser.refresh`).
+
+The weights move slowly on purpose. Sending everything to the least busy worker
+would make it the busiest a moment later, and the next report would send
+everything back: each report only multiplies a worker's weight by
+``exp(GAIN * (mean busy - its busy))``, within `MIN_WEIGHT` and 1, and only while
+some worker is above `BUSY_HIGH`. Below it nobody is short of CPU: the weights
+relax back to 1 (the even spread of Storm's shuffle) by `RELAX` a report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+#: How often a worker measures itself and tells its peers.
+REPORT_SECS = 0.5
+#: A peer not heard from in this long counts as unknown (its weight relaxes).
+EXPIRY_SECS = 3.0
+#: Weights change only while some worker uses more than this share of a core.
+BUSY_HIGH = 0.8
+#: Busy differences from the mean smaller than this leave a weight alone.
+DEADBAND = 0.05
+#: A weight is multiplied by exp(GAIN * difference) per report: a worker 0.2 above
+#: the mean loses a fifth of its weight a report (two reports a second).
+GAIN = 1.0
+#: The least share a worker keeps, relative to the most favoured one: traffic
+#: never stops going anywhere, so what a worker measures stays current.
+MIN_WEIGHT = 0.1
+#: Per report below `BUSY_HIGH`, the fraction of a weight's distance to 1 closed.
+RELAX = 0.5
+
+
+class BusyMeter:
+    """The share of one core a process used between two samples (0 to 1; more than
+    one core counts as 1, since the interpreter lock is what saturates)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[float, float] | None = None
+
+    def sample(self, cpu_secs: float, wall_secs: float) -> float | None:
+        """None for the first sample, or when the clock has not moved."""
+        last, self._last = self._last, (cpu_secs, wall_secs)
+        if last is None or wall_secs <= last[1]:
+            return None
+        busy = (cpu_secs - last[0]) / (wall_secs - last[1])
+        return min(max(busy, 0.0), 1.0)
+
+
+class WorkerBalance:
+    """The weight of each worker in the shuffles, from how busy each one is.
+
+    One instance per worker, driven by its receive thread: `observe` what this
+    worker measured and what peers said, `update` once a report."""
+
+    def __init__(self, workers: int, expiry_secs: float = EXPIRY_SECS) -> None:
+        self._expiry = expiry_secs
+        self._busy: dict[int, tuple[float, float]] = {}  # worker -> (busy, when)
+        self.weights: dict[int, float] = dict.fromkeys(range(workers), 1.0)
+
+    def observe(self, worker: int, busy: float, now: float) -> None:
+        if worker in self.weights and math.isfinite(busy):
+            self._busy[worker] = (min(max(busy, 0.0), 1.0), now)
+
+    def update(self, now: float) -> bool:
+        """Move the weights one step; True if any changed."""
+        known = {w: busy for w, (busy, when) in self._busy.items() if now - when <= self._expiry}
+        before = dict(self.weights)
+        if len(known) < 2 or max(known.values()) <= BUSY_HIGH:
+            for worker, weight in self.weights.items():
+                self.weights[worker] = _relaxed(weight)
+        else:
+            mean = sum(known.values()) / len(known)
+            for worker, busy in known.items():
+                if abs(mean - busy) > DEADBAND:
+                    self.weights[worker] *= math.exp(GAIN * (mean - busy))
+            top = max(self.weights[worker] for worker in known)
+            for worker, weight in self.weights.items():
+                # the most favoured has 1, and so has a worker nothing is known of
+                # (a peer starting, or gone): Storm's even spread, for all we know
+                self.weights[worker] = max(weight / top, MIN_WEIGHT) if worker in known else 1.0
+        return self.weights != before
+
+    def task_weights(self, task_worker: Mapping[int, int]) -> dict[int, float]:
+        """Task -> its worker's weight; empty while every weight is 1 (the shuffles'
+        plain round-robin)."""
+        if all(weight == 1.0 for weight in self.weights.values()):
+            return {}
+        return {task: self.weights[worker] for task, worker in task_worker.items()}
+
+
+def _relaxed(weight: float) -> float:
+    relaxed = weight + (1.0 - weight) * RELAX
+    return 1.0 if relaxed > 0.99 else relaxed
