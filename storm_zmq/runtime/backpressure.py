@@ -65,10 +65,11 @@ def decode_status(payload: bytes) -> tuple[int, frozenset[int], float | None]:
         status = msgpack.unpackb(payload, use_list=True)
     except Exception as exc:
         raise MalformedStatus(f"backpressure status does not decode: {exc!r}") from None
-    if type(status) is not list or len(status) not in (2, 3):
+    if type(status) is not list or len(status) < 2:
         raise MalformedStatus(f"backpressure status is not [worker, [tasks], busy]: {status!r}")
+    # Fields after these are for later versions: a peer running one keeps its throttles.
     worker, tasks = status[0], status[1]
-    busy = status[2] if len(status) == 3 else None
+    busy = status[2] if len(status) > 2 else None
     if (
         type(worker) is not int or type(tasks) is not list
         or not all(type(t) is int for t in tasks)

@@ -1,25 +1,30 @@
-"""How busy each worker is, and how much shuffled traffic each should get: pure.
+"""How short of CPU each worker is, and how much shuffled traffic each should get: pure.
 
 Why: a Python worker runs its executors under one interpreter lock, so it is full
 when its process uses about one core, whatever its queues say. Storm's load-aware
 shuffles look at queues only, and so did ours; but the word count with two workers
 showed the worker that hosts the spout (and its acker) at 90-96 % of a core while
-the other used 60 %, its queues short because everything in it was slow alike.
-Shifting some of the spout's sentences to the idle worker's split task made the
-topology faster (docs/benchmarks.md, "Session 10").
+the other used 60 %. Shifting some of the spout's sentences to the other worker's
+split task made the topology faster (docs/benchmarks.md, "Session 10").
 
-So every worker measures the share of a core its process used (`BusyMeter`), tells
-its peers with its backpressure status every `REPORT_SECS`, and `WorkerBalance`
-turns what it knows into a weight per worker: the shuffles of every executor then
-give a task of a worker a share of their tuples in proportion to that weight
-(`storm_zmq.topology.grouping`, `_ShuffleChooser.refresh`).
+A worker's figure (`short_of_cpu`) is the share of a core its process used over
+the last `REPORT_SECS` (`BusyMeter`), but only while its executors fall behind
+(some queue at least a quarter full): a batching runtime uses much of a core at
+half its maximum rate too, with short queues and time to spare, and moving
+traffic to another worker then only adds hops. Each worker tells its peers its
+figure with its backpressure status, and `WorkerBalance` turns what it knows into
+a weight per worker: the shuffles of every executor give a task a share of their
+tuples in proportion to its worker's weight (`storm_zmq.topology.grouping`,
+`_ShuffleChooser.refresh`).
 
 The weights move slowly on purpose. Sending everything to the least busy worker
 would make it the busiest a moment later, and the next report would send
-everything back: each report only multiplies a worker's weight by
-``exp(GAIN * (mean busy - its busy))``, within `MIN_WEIGHT` and 1, and only while
-some worker is above `BUSY_HIGH`. Below it nobody is short of CPU: the weights
-relax back to 1 (the even spread of Storm's shuffle) by `RELAX` a report.
+everything back. A worker above `BUSY_HIGH` and above the mean by more than
+`DEADBAND` has its weight multiplied by ``exp(GAIN * (mean - its figure))`` a
+report, down to `MIN_WEIGHT`; a worker below the mean by more than that, or every
+worker once none is above `BUSY_LOW`, moves back toward 1 by `RELAX` of the
+distance; in between weights hold (so that a worker steered just below
+`BUSY_HIGH` does not swing back at once).
 """
 
 from __future__ import annotations
@@ -29,20 +34,29 @@ from collections.abc import Mapping
 
 #: How often a worker measures itself and tells its peers.
 REPORT_SECS = 0.5
-#: A peer not heard from in this long counts as unknown (its weight relaxes).
+#: A peer not heard from in this long counts as unknown (its weight is 1).
 EXPIRY_SECS = 3.0
-#: Weights change only while some worker uses more than this share of a core.
+#: Only a worker above this share of a core loses weight...
 BUSY_HIGH = 0.8
-#: Busy differences from the mean smaller than this leave a weight alone.
+#: ...and only once every worker is below this do all weights go back to 1.
+BUSY_LOW = 0.7
+#: A queue at least this full (of its capacity) says its executor falls behind.
+BEHIND = 0.25
+#: Differences from the mean smaller than this leave a weight alone.
 DEADBAND = 0.05
-#: A weight is multiplied by exp(GAIN * difference) per report: a worker 0.2 above
-#: the mean loses a fifth of its weight a report (two reports a second).
+#: A weight is multiplied by exp(GAIN * difference) per report (two a second).
 GAIN = 1.0
 #: The least share a worker keeps, relative to the most favoured one: traffic
 #: never stops going anywhere, so what a worker measures stays current.
 MIN_WEIGHT = 0.1
-#: Per report below `BUSY_HIGH`, the fraction of a weight's distance to 1 closed.
-RELAX = 0.5
+#: Per report, the fraction of a weight's distance to 1 closed when it relaxes.
+RELAX = 0.2
+
+
+def short_of_cpu(busy: float, queue_fullness: float) -> float:
+    """A worker's figure: its busy share, or at most `BUSY_HIGH` while no queue of
+    its executors is `BEHIND` (the most full one is `queue_fullness`)."""
+    return busy if queue_fullness >= BEHIND else min(busy, BUSY_HIGH)
 
 
 class BusyMeter:
@@ -80,14 +94,16 @@ class WorkerBalance:
         """Move the weights one step; True if any changed."""
         known = {w: busy for w, (busy, when) in self._busy.items() if now - when <= self._expiry}
         before = dict(self.weights)
-        if len(known) < 2 or max(known.values()) <= BUSY_HIGH:
+        if len(known) < 2 or max(known.values()) < BUSY_LOW:
             for worker, weight in self.weights.items():
                 self.weights[worker] = _relaxed(weight)
         else:
             mean = sum(known.values()) / len(known)
             for worker, busy in known.items():
-                if abs(mean - busy) > DEADBAND:
+                if busy > BUSY_HIGH and busy > mean + DEADBAND:
                     self.weights[worker] *= math.exp(GAIN * (mean - busy))
+                elif busy < mean - DEADBAND:
+                    self.weights[worker] = _relaxed(self.weights[worker])
             top = max(self.weights[worker] for worker in known)
             for worker, weight in self.weights.items():
                 # the most favoured has 1, and so has a worker nothing is known of

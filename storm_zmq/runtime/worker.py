@@ -41,7 +41,7 @@ from storm_zmq.runtime.backpressure import (
     decode_status,
     encode_status,
 )
-from storm_zmq.runtime.balance import REPORT_SECS, BusyMeter, WorkerBalance
+from storm_zmq.runtime.balance import REPORT_SECS, BusyMeter, WorkerBalance, short_of_cpu
 from storm_zmq.runtime.executor import (
     AckerExecutor,
     Executor,
@@ -317,6 +317,11 @@ class WorkerState:
             if backlog * 2 > incoming.capacity:
                 loads.update(dict.fromkeys(self._executor_tasks[index], backlog / incoming.capacity))
         return loads
+
+    def queue_fullness(self) -> float:
+        """The fullest executor queue's backlog over its capacity: whether some
+        executor falls behind (`storm_zmq.runtime.balance.short_of_cpu`)."""
+        return max((q.backlog / q.capacity for q in self.queues.values()), default=0.0)
 
     def wait_throttle_change(self, timeout: float) -> None:
         if self.throttle.expire(time.monotonic()):
@@ -622,6 +627,7 @@ class Worker:
         has_peers = len(self.assignment.workers) > 1
         balance = state.balance if state.balances_load else None
         meter = BusyMeter()
+        busy: float | None = None  # this worker's latest figure, for its peers
         next_report = 0.0
         task_worker = {task: state.assignment.worker_of_task(task) for task in location}
         try:
@@ -654,16 +660,20 @@ class Worker:
                 now = time.monotonic()
                 if state.throttle.expire(now):
                     state.throttle_changed()
-                busy = None
+                measured = False
                 if balance is not None and now >= next_report:
                     next_report = now + REPORT_SECS
-                    busy = meter.sample(time.process_time(), now)
-                    if busy is not None:
+                    sample = meter.sample(time.process_time(), now)
+                    if sample is not None:
+                        measured = True
+                        busy = short_of_cpu(sample, state.queue_fullness())
                         balance.observe(self.index, busy, now)
                     if balance.update(now):
                         state.task_weights = balance.task_weights(task_worker)
-                if (changed or busy is not None or (throttled and now >= next_repeat)) and has_peers:
-                    # (one worker alone has nobody to tell, and no thread to take it)
+                if (changed or measured or (throttled and now >= next_repeat)) and has_peers:
+                    # (one worker alone has nobody to tell, and no thread to take it;
+                    # every status carries the latest figure, since only the newest
+                    # status waiting for the backpressure thread is sent)
                     throttled = inbound.throttled_tasks
                     self._status_out.put(encode_status(self.index, throttled, busy))
                     next_repeat = now + STATUS_REPEAT_SECS
@@ -675,6 +685,11 @@ class Worker:
             worker, tasks, busy = decode_status(payload)
         except MalformedStatus as exc:
             self.state.refused.record("control", str(exc))
+            return
+        if not 0 <= worker < len(self.assignment.workers) or worker == self.index:
+            self.state.refused.record(
+                "control", f"backpressure status from worker {worker}, not a peer of worker {self.index}"
+            )
             return
         now = time.monotonic()
         if busy is not None:

@@ -99,13 +99,16 @@ class OneSlowTaskBolt(Bolt):
                        "port": self.port}, out)
 
 
-class BurnerSpout(Spout):
-    """Emits nothing and keeps its worker's interpreter busy: a worker short of CPU
-    whatever its queues say."""
+class BurnBolt(Bolt):
+    """Keeps the interpreter busy for `test.burn_ms` a tuple: behind a FloodSpout,
+    a worker short of CPU with a full queue."""
 
-    outputs = ["nothing"]
+    outputs = []
 
-    def next_tuple(self):
-        end = time.perf_counter() + 0.05
+    def initialize(self, conf, ctx):
+        self.burn = float(conf.get("test.burn_ms", 1)) / 1000
+
+    def process(self, tup):
+        end = time.perf_counter() + self.burn
         while time.perf_counter() < end:
             pass
