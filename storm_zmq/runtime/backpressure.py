@@ -52,8 +52,8 @@ class MalformedStatus(ValueError):
 
 
 def encode_status(worker: int, throttled: Iterable[int], busy: float | None = None) -> bytes:
-    """The payload of a status message: who says it, its throttled tasks, and the
-    share of a core its process used lately (`storm_zmq.runtime.balance`), if known."""
+    """The payload of a status message: who says it, its throttled tasks, and how
+    short of CPU it is (`storm_zmq.runtime.balance.short_of_cpu`), if measured."""
     if busy is None:
         return msgpack.packb([worker, sorted(throttled)])
     return msgpack.packb([worker, sorted(throttled), round(busy, 3)])
