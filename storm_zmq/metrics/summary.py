@@ -315,6 +315,10 @@ class WorkerSummary:
     reconnects: int = 0
     backpressure_events: int = 0
     throttled_tasks: tuple[int, ...] = ()
+    #: How short of CPU the worker says it is, and its weight in the shuffles as it
+    #: sees itself (storm_zmq.runtime.balance); None without load-aware weights.
+    cpu_figure: float | None = None
+    shuffle_weight: float | None = None
 
     @property
     def refused_total(self) -> int:
@@ -515,6 +519,7 @@ def _worker(report: Mapping[str, Any], now: float | None, stale_after: float | N
     refused = {str(k): int(_number(v)) for k, v in _mapping(report.get("refused")).items()}
     backpressure = _mapping(report.get("backpressure"))
     throttled = backpressure.get("throttled_tasks")
+    balance = _mapping(report.get("balance"))
     report_time = _optional_number(report.get("time"))
     host, port = _host_port(report)
     address = report_key(report)
@@ -555,6 +560,8 @@ def _worker(report: Mapping[str, Any], now: float | None, stale_after: float | N
         backpressure_events=int(_number(backpressure.get("events"))),
         throttled_tasks=tuple(t for t in throttled if _int_or_none(t) is not None)
         if isinstance(throttled, list | tuple) else (),
+        cpu_figure=_optional_number(balance.get("figure")),
+        shuffle_weight=_optional_number(balance.get("weight")),
     )
 
 

@@ -139,6 +139,8 @@ class WorkerState:
         )
         self.balance = WorkerBalance(len(assignment.workers))
         self.task_weights: dict[int, float] = {}
+        #: This worker's latest figure (balance.short_of_cpu), for the stats.
+        self.cpu_figure: float | None = None
         # Beyond its queue, an executor's input may wait in the overflow up to what
         # peers can have in flight before they hear of the throttle.
         in_flight = 8 * int(conf["topology.transfer.batch.size"])
@@ -572,6 +574,11 @@ class Worker:
                 "overflow": state.inbound.overflow_items(),
                 "held_by_peers": sorted(state.throttle.throttled),
             },
+            # load-aware shuffles' CPU weights (runtime/balance.py); none with one worker
+            "balance": {
+                "figure": state.cpu_figure,
+                "weight": state.balance.weights.get(self.index),
+            } if state.balances_load else {},
             "errors": list(state.errors),
         }
 
@@ -666,7 +673,7 @@ class Worker:
                     sample = meter.sample(time.process_time(), now)
                     if sample is not None:
                         measured = True
-                        busy = short_of_cpu(sample, state.queue_fullness())
+                        busy = state.cpu_figure = short_of_cpu(sample, state.queue_fullness())
                         balance.observe(self.index, busy, now)
                     if balance.update(now):
                         state.task_weights = balance.task_weights(task_worker)

@@ -37,6 +37,7 @@ def summaries() -> list:
         "peers": {"1": {"frames_sent": 5, "messages_sent": 50, "bytes_sent": 500,
                         "reconnects": 1, "send_timeouts": 0}},
         "backpressure": {"events": 2, "throttled_tasks": [3]},
+        "balance": {"figure": 0.93, "weight": 0.4},
     }
     return [
         summarize(LAYOUT, [report], name="wc", topology_id="wc-1", status="active",
@@ -86,6 +87,8 @@ def test_the_output_parses_and_carries_the_numbers() -> None:
     assert values[("storm_zmq_worker_reconnects_total", tuple(sorted(worker + (("peer", "1"),))))] == 1
     assert values[("storm_zmq_worker_backpressure_events_total", worker)] == 2
     assert values[("storm_zmq_worker_throttled_tasks", worker)] == 1
+    assert values[("storm_zmq_worker_cpu_figure", worker)] == 0.93
+    assert values[("storm_zmq_worker_shuffle_weight", worker)] == 0.4
     assert values[("storm_zmq_topology_info", (("id", "wc-1"), ("status", "active"),
                                                ("topology", "wc")))] == 1
     assert values[("storm_zmq_topology_uptime_seconds", (("topology", "wc"),))] == 51.0

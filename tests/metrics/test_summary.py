@@ -168,6 +168,10 @@ def test_worker_rows_sum_peers_and_read_the_transport() -> None:
     assert w.refused_total == 3 and "name" not in w.transport
     assert (w.backpressure_events, w.throttled_tasks, w.age_secs) == (4, (7, 9), 1.0)
     assert set(w.components) == {"split", "count"}
+    assert (w.cpu_figure, w.shuffle_weight) == (None, None), "one worker: no weights"
+    r["balance"] = {"figure": 0.9, "weight": "x"}
+    (w,) = summarize(LAYOUT, [r], name="wc", now=1001.0).workers
+    assert (w.cpu_figure, w.shuffle_weight) == (0.9, None)
 
 
 def test_errors_merge_zookeeper_and_reports_newest_first_bounded() -> None:

@@ -212,7 +212,9 @@ def test_a_shuffle_sends_less_to_a_worker_short_of_cpu(tmp_path: Path, load_awar
     assert where["burn"] == where["pour"] != where["paced"], "the placement the test is about"
     beside = {t for t, (c, w) in placed.items() if c == "sink" and w == where["burn"]}
     assert len(beside) == 1, "one sink task beside the burner, one away from it"
-    result = run_topology("busy.py", tmp_path, 10, {"topology.disable.loadaware.messaging": not load_aware})
+    reports: list[tuple[int, dict[str, Any]]] = []
+    result = run_topology("busy.py", tmp_path, 10, {"topology.disable.loadaware.messaging": not load_aware},
+                          on_report=lambda worker, report: reports.append((worker, report)))
     assert result.exit_code == 0, result.reason
     ran = {r["task"]: r["ran"] for r in (json.loads(p.read_text()) for p in tmp_path.glob("ran-*.json"))}
     (busy_task,) = beside
@@ -223,5 +225,8 @@ def test_a_shuffle_sends_less_to_a_worker_short_of_cpu(tmp_path: Path, load_awar
     if load_aware:
         assert busy >= 100, "a worker keeps a share: what it reports stays current"
         assert idle >= 2 * busy
+        short = [r["balance"] for w, r in reports if w == where["burn"] and r["balance"]["figure"]]
+        assert any(b["figure"] > 0.8 and b["weight"] < 0.5 for b in short), f"its stats say why: {short}"
     else:
         assert abs(idle - busy) <= 2 * 100  # round-robin, give or take what was in flight
+        assert all(r["balance"] == {} for _, r in reports), "no weights: nothing to report"
