@@ -139,7 +139,7 @@ class WorkerState:
         )
         self.balance = WorkerBalance(len(assignment.workers))
         self.task_weights: dict[int, float] = {}
-        #: This worker's latest figure (balance.short_of_cpu), for the stats.
+        #: This worker's latest figure (balance.short_of_cpu), for its peers and its stats.
         self.cpu_figure: float | None = None
         # Beyond its queue, an executor's input may wait in the overflow up to what
         # peers can have in flight before they hear of the throttle.
@@ -634,7 +634,6 @@ class Worker:
         has_peers = len(self.assignment.workers) > 1
         balance = state.balance if state.balances_load else None
         meter = BusyMeter()
-        busy: float | None = None  # this worker's latest figure, for its peers
         next_report = 0.0
         task_worker = {task: state.assignment.worker_of_task(task) for task in location}
         try:
@@ -673,8 +672,8 @@ class Worker:
                     sample = meter.sample(time.process_time(), now)
                     if sample is not None:
                         measured = True
-                        busy = state.cpu_figure = short_of_cpu(sample, state.queue_fullness())
-                        balance.observe(self.index, busy, now)
+                        state.cpu_figure = short_of_cpu(sample, state.queue_fullness())
+                        balance.observe(self.index, state.cpu_figure, now)
                     if balance.update(now):
                         state.task_weights = balance.task_weights(task_worker)
                 if (changed or measured or (throttled and now >= next_repeat)) and has_peers:
@@ -682,7 +681,7 @@ class Worker:
                     # every status carries the latest figure, since only the newest
                     # status waiting for the backpressure thread is sent)
                     throttled = inbound.throttled_tasks
-                    self._status_out.put(encode_status(self.index, throttled, busy))
+                    self._status_out.put(encode_status(self.index, throttled, state.cpu_figure))
                     next_repeat = now + STATUS_REPEAT_SECS
         except QueueClosed:
             return

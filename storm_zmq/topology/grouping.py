@@ -181,17 +181,18 @@ class _ShuffleChooser:
     """Storm 2's ShuffleGrouping: shuffle once, then cycle (exactly even spread);
     load-aware when its executor calls `refresh` (see the module docstring)."""
 
-    __slots__ = ("tasks", "_rng", "_eligible", "_next")
+    __slots__ = ("tasks", "_rng", "_even", "_shares", "_next")
 
     def __init__(self, tasks: Sequence[int], rng: random.Random) -> None:
         self.tasks = tuple(tasks)
         self._rng = rng
-        self._cycle(tuple((task, 1) for task in self.tasks))
+        self._even = tuple((task, 1) for task in self.tasks)  # the plain round-robin's shares
+        self._cycle(self._even)
 
-    def _cycle(self, eligible: tuple[tuple[int, int], ...]) -> None:
+    def _cycle(self, shares: tuple[tuple[int, int], ...]) -> None:
         """Cycle over a shuffle of (task, times it appears in the cycle) pairs."""
-        self._eligible = eligible
-        choices = [(task,) for task, times in eligible for _ in range(times)]
+        self._shares = shares
+        choices = [(task,) for task, times in shares for _ in range(times)]
         self._rng.shuffle(choices)
         self._next = itertools.cycle(choices).__next__
 
@@ -221,9 +222,11 @@ class _ShuffleChooser:
             if len(set(times)) == 1:
                 times = [1] * len(eligible)
             shares = tuple(zip(eligible, times, strict=True))
+        elif eligible is tasks:  # every target, evenly: nothing to build per flush
+            shares = self._even
         else:
             shares = tuple((task, 1) for task in eligible)
-        if shares != self._eligible:
+        if shares != self._shares:
             self._cycle(shares)
 
 

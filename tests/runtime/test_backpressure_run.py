@@ -50,6 +50,15 @@ def run_topology(
     return run_local(options, io.StringIO())
 
 
+def two_worker_placement(name: str) -> dict[int, tuple[str, int]]:
+    """First task of each executor -> (component, worker index) of topology `name`
+    on two workers, as local mode assigns them (acking off)."""
+    definition = load_topology(PROJECT / "topologies" / name).definition()
+    parallelism = {c: (spec.par, spec.num_tasks) for c, spec in definition.components.items()}
+    slots = [WorkerSlot("127.0.0.1", 1), WorkerSlot("127.0.0.1", 2)]
+    return {e.tasks[0]: (e.component, e.worker) for e in assign("x", parallelism, slots, 0).executors}
+
+
 def rss_bound(conf: dict[str, Any], executors: int, base_rss: int) -> int:
     """What a worker may hold beyond its start-up memory: each executor's queue and
     overflow, its output buffer, the transfer queue of batches, and the transport's
@@ -169,10 +178,7 @@ def test_a_shuffle_goes_around_a_slow_task_unless_load_awareness_is_off(
     what was queued when the run stopped."""
     queue = 100
     if workers == 2:  # the placement the test is about: the slow task away from the spout
-        definition = load_topology(PROJECT / "topologies" / "uneven.py").definition()
-        parallelism = {name: (c.par, c.num_tasks) for name, c in definition.components.items()}
-        slots = [WorkerSlot("127.0.0.1", 1), WorkerSlot("127.0.0.1", 2)]
-        placed = {e.tasks[0]: (e.component, e.worker) for e in assign("x", parallelism, slots, 0).executors}
+        placed = two_worker_placement("uneven.py")
         (spout_worker,) = [w for c, w in placed.values() if c == "flood"]
         slow_task = min(t for t, (c, _) in placed.items() if c == "sink")
         assert placed[slow_task][1] != spout_worker
@@ -204,10 +210,7 @@ def test_a_shuffle_sends_less_to_a_worker_short_of_cpu(tmp_path: Path, load_awar
     stay short, so only the workers' reports tell them apart: load-aware, the sink
     beside the burner gets a share that shrinks to the floor within seconds; with
     `topology.disable.loadaware.messaging`, exactly half."""
-    definition = load_topology(PROJECT / "topologies" / "busy.py").definition()
-    parallelism = {name: (c.par, c.num_tasks) for name, c in definition.components.items()}
-    slots = [WorkerSlot("127.0.0.1", 1), WorkerSlot("127.0.0.1", 2)]
-    placed = {e.tasks[0]: (e.component, e.worker) for e in assign("x", parallelism, slots, 0).executors}
+    placed = two_worker_placement("busy.py")
     where = {c: w for c, w in placed.values() if c != "sink"}
     assert where["burn"] == where["pour"] != where["paced"], "the placement the test is about"
     beside = {t for t, (c, w) in placed.items() if c == "sink" and w == where["burn"]}
