@@ -657,7 +657,7 @@ def anchor_one(anchor: Anchorable, rng: random.Random) -> dict[int, int]:
     (auto-anchoring to the input): every root gets the same fresh edge id, so the
     new tuple's roots are one ``dict.fromkeys`` instead of a loop. The caller checks
     that ``anchor.roots`` is not empty (`anchor_roots` skips such anchors)."""
-    edge = new_edge_id(rng)
+    edge = rng.getrandbits(_ID_BITS) or new_edge_id(rng)  # new_edge_id's draw, inlined
     anchor.ack_val ^= edge
     return dict.fromkeys(anchor.roots, edge)
 
