@@ -16,6 +16,7 @@ REPORT = {
                              "execute_samples": 4}},
     "errors": [{"component": "count", "task": 2, "time": 99.0,
                 "text": "Traceback...\nValueError: bad word"}],
+    "balance": {"figure": 0.9125, "weight": 0.25},
 }
 
 
@@ -37,6 +38,7 @@ def test_the_summary_table_shows_every_component_and_worker() -> None:
     assert "0.250" in count and "0.500" in count
     worker = next(line for line in lines if "127.0.0.1:6700" in line)
     assert "3.0 MiB" in worker and "1m 5s" in worker and "0.5s" in worker
+    assert "0.912" in worker and "0.250" in worker  # its CPU figure and shuffle weight
     assert "recent errors" in text and "ValueError: bad word" in text
     # columns line up: every row of the component table has the same width
     table = lines[lines.index("components") + 1:lines.index("components") + 4]

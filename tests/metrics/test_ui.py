@@ -51,6 +51,7 @@ def fixed_source() -> LocalSource:
             ACKER: {"kind": "acker", "executed": 2469134},
         },
         "peers": {"1": {"frames_sent": 9, "bytes_sent": 9000, "reconnects": 2}},
+        "balance": {"figure": 0.875, "weight": 0.5},
         "errors": [{"component": "count", "task": 2, "time": now,
                     "text": "ValueError: <b>not bold</b> & co"}],
     }
@@ -205,6 +206,8 @@ def test_the_page_shows_the_apis_numbers_the_graph_and_the_errors(server: Metric
     assert page.number(("worker", "127.0.0.1:6700"), "rss_bytes") == 40 << 20
     assert page.number(("worker", "127.0.0.1:6700"), "reconnects") == 2
     assert page.texts[(("worker", "127.0.0.1:6700"), "rss_bytes")] == "40.0 MiB"
+    assert page.number(("worker", "127.0.0.1:6700"), "cpu_figure") == 0.875
+    assert page.texts[(("worker", "127.0.0.1:6700"), "shuffle_weight")] == "0.500"
     assert page.nodes == ["words", "count"]  # the acker is not drawn
     assert page.edges == ["words->count"]
     # the error's text is text: no markup from a worker becomes markup on the page

@@ -137,6 +137,8 @@ function renderWorkers(summary) {
       cell(a, "frames_sent", w.frames_sent, fmt.count), cell(a, "bytes_sent", w.bytes_sent, fmt.bytes),
       cell(a, "reconnects", w.reconnects, fmt.count),
       cell(a, "backpressure_events", w.backpressure_events, fmt.count),
+      cell(a, "cpu_figure", w.cpu_figure, fmt.ratio),
+      cell(a, "shuffle_weight", w.shuffle_weight, fmt.ratio),
       cell(a, "age_secs", w.age_secs, fmt.age));
     tbody.append(tr);
   }
