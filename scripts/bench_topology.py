@@ -109,7 +109,7 @@ SLOW_PAR = 2
 SLOW_FACTOR = 100
 SLOW_SECONDS = 25.0
 #: --slow-bolt: executor receive queue capacity, set explicitly so that the check
-#: does not move with the runtime's default (1024 now). Storm's 32768 would hold 30 s
+#: does not move with the runtime's default. Storm's 32768 would hold 30 s
 #: of the slow bolts' work: the spout would fill every queue in the first second and
 #: then wait for the rest of the run; a small queue keeps tuples flowing from the
 #: spout through the transport to the bolts for the whole run.
@@ -837,7 +837,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"length of each --slow-bolt run (default {SLOW_SECONDS:g})")
     parser.add_argument("--slow-queue", type=int, default=SLOW_QUEUE,
                         help=f"topology.executor.receive.buffer.size of the --slow-bolt runs "
-                             f"(default {SLOW_QUEUE}; the runtime's default is 1024)")
+                             f"(default {SLOW_QUEUE}; the runtime's default is "
+                             f"{DEFAULTS['topology.executor.receive.buffer.size']})")
     parser.add_argument("-o", "--override", metavar="KEY=VALUE", action="append", default=[],
                         help="a topology config value for every run (repeatable), e.g. "
                              "-o worker.cpu.pinning=true; --slow-bolt keeps its own rate, "

@@ -258,10 +258,11 @@ SCHEMA: dict[str, Setting] = {
         30, "int", "A tuple tree not completed within this time is failed and replayed.",
         minimum=1),
     "topology.executor.receive.buffer.size": Setting(
-        1024, "int", "Capacity of each executor's receive queue in tuples; a full queue "
+        4096, "int", "Capacity of each executor's receive queue in tuples; a full queue "
         "is backpressure. (Storm's default is 32768; here tuples wait as Python objects, "
-        "and a queue of about one batch keeps them hot in the CPU caches and the garbage "
-        "collector's passes short: docs/benchmarks.md.)", minimum=1),
+        "and a few batches' worth keeps them in the CPU caches and the garbage collector's "
+        "passes short, while leaving room for what peers send before a throttle reaches "
+        "them: docs/benchmarks.md.)", minimum=1),
     "topology.transfer.buffer.size": Setting(
         1000, "int", "Capacity of each worker's outbound transfer queue.", minimum=1),
     "topology.transfer.batch.size": Setting(

@@ -23,9 +23,9 @@ collects on a clock instead from its main thread: the young generations every
 10 seconds and everything every 60 seconds. A pass costs what is alive, not what
 died: with acking on and `topology.max.spout.pending` bounding the tuples in flight
 (the word count) a young pass finds 3-20k objects and takes 2 ms; with acking off
-the queues are full, and a pass takes 1.6-3 ms with the default queue size (1024
-tuples per executor) but held the interpreter for 0.38-0.53 s with Storm's 32,768
-(600-700k objects), once every 10 s. Once a second would cost that every second.
+the queues are full, and a pass takes 1-17 ms with the default queue size (4096
+tuples per executor; 1.6-3 ms at 1024) but held the interpreter for 0.38-0.53 s with
+Storm's 32,768 (600-700k objects), once every 10 s. Once a second would cost that every second.
 Reference cycles made by user code are still freed, at most that late; everything
 else is freed by reference counting as always.
 """
