@@ -467,7 +467,9 @@ class Executor(threading.Thread):
         if type(anchors) is list and len(anchors) == 1:  # auto-anchoring: the input
             anchor_id = anchors[0].id
             if type(anchor_id) is TupleId and anchor_id.roots:
-                self._deliver_anchored_one(source, route, values, anchor_id, targets)
+                rng = self._rng
+                for target in targets:
+                    self._deliver_with_roots(source, route, values, target, anchor_one(anchor_id, rng))
                 return
             anchor_ids = []
         else:
@@ -477,36 +479,6 @@ class Executor(threading.Thread):
             return
         for target in targets:
             self._deliver_with_roots(source, route, values, target, anchor_roots(anchor_ids, self._rng))
-
-    def _deliver_anchored_one(
-        self, source: int, route: _StreamRoute, values: Sequence[Any], anchor_id: TupleId,
-        targets: Sequence[int],
-    ) -> None:
-        """`_deliver_with_roots` for each target of an emit anchored to one tracked
-        tuple, the acking word count's per-word path: local delivery is inlined as in
-        `_deliver_untracked`, and the targets share one copy of the values (each
-        still gets its own Tuple, for its own edge id)."""
-        location = self._task_location
-        out_local = self._out_local
-        rng = self._rng
-        field_values = None
-        self.transferred += len(targets)
-        for target in targets:
-            roots = anchor_one(anchor_id, rng)
-            where = location[target]
-            if where >= 0:
-                if field_values is None:
-                    field_values = _new(route.values_cls, values)
-                batch = out_local.get(where)
-                if batch is None:
-                    batch = out_local[where] = []
-                batch.append((target, _new(Tuple, (TupleId(roots), self.component, route.stream,
-                                                   source, field_values))))
-                self._buffered += 1
-            else:
-                self._remote(target, source, route.stream, roots, tuple(values))
-        if self._buffered >= self._max_buffered:
-            self.flush()
 
     def _send_system(self, source: int, target: int, stream: str, values: tuple[Any, ...]) -> None:
         where = self.worker.task_location[target]
