@@ -125,12 +125,17 @@ def decode_tuples(
     if roots is not None:
         if type(roots) is not list or len(roots) != len(values):
             raise MalformedTuple("tuple roots are not one entry per tuple")
+        # Every tracked remote tuple passes here, so the check is plain loops (half
+        # the cost of an all() over a generator). No upper bounds: msgpack decodes no
+        # int above 2**64 - 1. (bool is not int here: msgpack's true is a bool.)
         for tuple_roots in roots:
-            if tuple_roots is not None and (type(tuple_roots) is not dict or not all(
-                type(root) is int and type(edge) is int and 0 < root <= _U64 and 0 <= edge <= _U64
-                for root, edge in tuple_roots.items()
-            )):
+            if tuple_roots is None:
+                continue
+            if type(tuple_roots) is not dict:
                 raise MalformedTuple("tuple roots are not a map of 64-bit ids")
+            for root, edge in tuple_roots.items():
+                if type(root) is not int or type(edge) is not int or root <= 0 or edge < 0:
+                    raise MalformedTuple("tuple roots are not a map of 64-bit ids")
     return source_task, stream, roots, values
 
 

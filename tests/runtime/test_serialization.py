@@ -64,6 +64,16 @@ def test_root_ids_out_of_range_are_malformed(roots: dict[int, int]) -> None:
         decode_tuple(encode_tuple(1, "default", roots, [1], "comp"))
 
 
+@pytest.mark.parametrize(
+    "roots", [{"1": 1}, {1: "2"}, {1: 1.5}, {1.0: 1}, {True: 1}, {1: None}, {1: [2]}, [1, 2], 7]
+)
+def test_root_ids_of_other_types_are_malformed(roots: object) -> None:
+    # an acker or bolt XORs these without looking: anything but an int map is refused
+    payload = encode_tuples(1, "default", [{5: 6}, roots], [[1], [2]], "comp")
+    with pytest.raises(MalformedTuple, match="64-bit ids"):
+        decode_tuples(payload)
+
+
 def test_scalar_values_round_trip_with_their_types() -> None:
     values = [None, True, False, 0, -1, 2**63, -(2**63), 1.5, -0.0, float("inf"), "",
               "ünïcödé", b"", b"\x00\xff"]
