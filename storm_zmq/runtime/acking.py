@@ -235,9 +235,13 @@ def _timeout_from_conf(conf: Mapping[str, Any]) -> float:
 OutcomeKind = Literal["ack", "fail", "reset_timeout"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outcome:
     """What the acker tells a spout task (Storm: an ``emitDirect`` to ``spout_task``).
+
+    Not frozen, like `PendingTuple`: one is made per tree, and a frozen dataclass's
+    ``__init__`` (``object.__setattr__`` per field) costs three to four times a
+    plain one's. Nothing keeps or shares one, so nothing needs it immutable.
 
     ``kind`` is ``"ack"`` (tree complete), ``"fail"`` (some bolt failed a tuple of the
     tree) or ``"reset_timeout"`` (a bolt asked for more time; the spout restarts the
@@ -434,14 +438,15 @@ class AckerState:
 # ----------------------------------------------------------------------- spout
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PendingTuple:
     """A spout's record of one in-flight tuple tree (Storm's ``TupleInfo``).
 
     ``values`` is optional: Storm keeps them only for debugging and event logging,
     and holding every in-flight tuple's values costs memory. ``task_id`` lets one
     executor running several spout tasks share one :class:`SpoutPending`, as Storm's
-    spout executor does.
+    spout executor does. Not frozen, for the cost of a frozen ``__init__`` on every
+    reliable emit (see :class:`Outcome`); only :class:`SpoutPending` holds one.
     """
 
     root_id: int
