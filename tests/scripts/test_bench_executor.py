@@ -3,10 +3,15 @@ the real executors and write its report. No performance assertions."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "bench_executor.py"
@@ -31,3 +36,34 @@ def test_bad_arguments_are_usage_errors() -> None:
     result = subprocess.run([sys.executable, str(SCRIPT), "--acking", "sometimes"],
                             cwd=REPO, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "sometimes" in result.stderr
+
+
+def load_script() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_executor", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cachegrind_summary_is_parsed() -> None:
+    bench = load_script()
+    stderr = "==7483== \n==7483== I   refs:      776,390,789\n==7483== \n"
+    assert bench.parse_instructions(stderr) == 776_390_789
+    with pytest.raises(ValueError, match="I refs"):
+        bench.parse_instructions("==1== Memcheck, a memory error detector\n")
+
+
+def test_instructions_without_valgrind_is_a_usage_error(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, str(SCRIPT), "--instructions"], cwd=REPO,
+                            capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PATH": str(tmp_path)})
+    assert result.returncode == 2 and "needs valgrind" in result.stderr
+
+
+def test_one_run_is_counted_under_cachegrind() -> None:
+    # the smallest real count (one valgrind run of the acking path, about 5 s); the
+    # child exits non-zero, and this raises, if the runtime loses a word
+    bench = load_script()
+    small = bench.count_instructions("runtime", True, 1000)
+    assert small > 10_000 * bench.words_in("runtime", 1000)  # start-up alone is millions
