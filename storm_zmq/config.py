@@ -223,11 +223,13 @@ SCHEMA: dict[str, Setting] = {
         5, "int", "How long a supervisor waits after asking a worker to stop before "
         "killing it.", minimum=0),
     "worker.cpu.pinning": Setting(
-        False, "bool", "Pin each worker process to one CPU: the position of its port in "
-        "supervisor.slots.ports, modulo the CPUs the process may use. A worker runs "
-        "Python one thread at a time, and on one CPU its threads hand tuples over in a "
-        "warm cache instead of moving between cores (docs/operations.md); leave it off on "
-        "a host shared with other busy processes, or with more workers than CPUs."),
+        True, "bool", "Pin each worker process to a CPU of its own: the position of its "
+        "port among the host's worker ports (supervisor.slots.ports; in local mode the "
+        "run's) in the CPUs the process may use. Nothing is pinned on a host with more "
+        "worker ports than CPUs. A worker runs Python one thread at a time, and on one "
+        "CPU its threads hand tuples over in a warm cache instead of moving between "
+        "cores (docs/operations.md); turn it off on a host shared with other busy "
+        "processes."),
     "worker.log.max.bytes": Setting(
         10485760, "int", "A worker's log file is rotated when it reaches this size.",
         minimum=1024),

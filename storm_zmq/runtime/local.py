@@ -180,6 +180,8 @@ class _Runner:
                 "assignment": self.assignment.to_dict(),
                 "topology_file": self.options.topology_file,
                 "topology_name": self.options.topology_name,
+                # this host's workers: the run's, not every slot port (CPU pinning)
+                "host_ports": [worker.port for worker in self.assignment.workers],
             }
             process = spawn.Process(target=worker_main, args=(spec, child), name=f"worker-{index}")
             process.start()

@@ -1,15 +1,19 @@
 """How a worker process uses the machine: which CPU it runs on, and how it runs
 Python's cyclic garbage collector.
 
-CPU pinning (`worker.cpu.pinning`, off by default). The threads of a worker run
+CPU pinning (`worker.cpu.pinning`, on by default). The threads of a worker run
 Python one at a time, so a worker never uses more than about one core for its
 Python code; but the kernel moves its threads between cores as they wake, and a
 tuple created by one thread on one core and processed by the next on another is
-fetched across caches. Pinned to one CPU the same worker counted 35 % more words
-per second (docs/benchmarks.md). The CPU is the position of the worker's port in
-`supervisor.slots.ports`, modulo the CPUs the process may use, so the workers of
-one host spread over its cores. It is off by default because a pinned process
-cannot move away from a core that something else keeps busy.
+fetched across caches. Pinned to one CPU the same worker counted 15-35 % more
+words per second, and two workers' complete-latency tail shrank three- to
+tenfold (docs/benchmarks.md, sessions 4 and 12). The CPU is the position of the
+worker's port among its host's worker ports (`supervisor.slots.ports` under a
+supervisor, the run's ports in local mode) in the CPUs the process may use, so
+the workers of one host spread over its cores, one each. A host with more worker
+ports than CPUs pins nothing: workers that must share cores do better where the
+kernel can move them. What a pinned worker starts inherits its CPU, so a child
+that needs cores of its own (a local Spark's JVM) is started inside `unpinned()`.
 
 Garbage collection.
 
@@ -32,11 +36,12 @@ else is freed by reference counting as always.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -45,31 +50,65 @@ YOUNG_COLLECTION_INTERVAL = 10.0
 FULL_COLLECTION_INTERVAL = 60.0
 
 
-def worker_cpu(port: int, slot_ports: Sequence[int], cpus: Collection[int]) -> int | None:
-    """The CPU for the worker on `port`: its slot's position among `slot_ports`
-    (by port number if the port is not among them), modulo the allowed `cpus`."""
-    if not cpus:
+#: The CPUs this process could use before `pin_worker` pinned it; None if not pinned.
+_cpus_before_pinning: frozenset[int] | None = None
+
+
+def worker_cpu(port: int, host_ports: Sequence[int], cpus: Collection[int]) -> int | None:
+    """The CPU for the worker on `port`: its position among `host_ports` (by port
+    number if the port is not among them) in the sorted allowed `cpus`; None when
+    there is no CPU to give it one of its own, i.e. when `host_ports` outnumber `cpus`."""
+    if not cpus or len(host_ports) > len(cpus):
         return None
-    ports = list(slot_ports)
+    ports = list(host_ports)
     position = ports.index(port) if port in ports else port
     return sorted(cpus)[position % len(cpus)]
 
 
-def pin_worker(conf: dict[str, Any], port: int) -> int | None:
+def pin_worker(conf: dict[str, Any], port: int, host_ports: Sequence[int] | None = None) -> int | None:
     """Pin this thread, and every thread it starts from now on, to the worker's CPU
     when `worker.cpu.pinning` is on; call before the worker starts its threads.
-    Returns the CPU, or None when pinning is off or the platform cannot do it."""
+    `host_ports` are the ports of every worker this host may run (default:
+    `supervisor.slots.ports`; a local run passes its own). Returns the CPU, or None
+    when pinning is off, the host has more worker ports than CPUs, or the platform
+    cannot do it."""
+    global _cpus_before_pinning
     if not conf.get("worker.cpu.pinning"):
         return None
+    ports = list(host_ports if host_ports is not None else conf.get("supervisor.slots.ports") or ())
     try:
-        cpu = worker_cpu(port, conf.get("supervisor.slots.ports") or (), os.sched_getaffinity(0))
-        if cpu is not None:
-            os.sched_setaffinity(0, {cpu})
+        allowed = os.sched_getaffinity(0)
+        cpu = worker_cpu(port, ports, allowed)
+        if cpu is None:
+            log.info("worker on port %d not pinned: %d worker ports on this host, %d CPUs "
+                     "(worker.cpu.pinning gives each worker a CPU of its own)",
+                     port, len(ports), len(allowed))
+            return None
+        os.sched_setaffinity(0, {cpu})
     except (AttributeError, OSError) as exc:  # not Linux, or not allowed
         log.warning("worker.cpu.pinning: could not pin the worker on port %d: %s", port, exc)
         return None
+    _cpus_before_pinning = frozenset(allowed)
     log.info("worker on port %d pinned to CPU %s (worker.cpu.pinning)", port, cpu)
     return cpu
+
+
+@contextlib.contextmanager
+def unpinned() -> Iterator[None]:
+    """Run the block on every CPU the worker could use before it was pinned: for
+    starting a child process that must not share the worker's one core (a local
+    Spark's JVM inherits the affinity of the thread that starts it). Affinity is per
+    thread, so only the calling thread is widened, and only for the block."""
+    cpus = _cpus_before_pinning
+    if cpus is None:
+        yield
+        return
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, pinned)
 
 
 def tune_gc() -> None:

@@ -432,7 +432,8 @@ class Worker:
 
     def run(self) -> int:
         port = self.assignment.workers[self.index].port
-        pin_worker(self.conf, port)  # before any thread of the data path starts
+        # before any thread of the data path starts; a local run names its ports
+        pin_worker(self.conf, port, self.spec.get("host_ports"))
         topology = load_topology(self.spec["topology_file"], self.spec.get("topology_name"))
         definition = topology.definition()
         state = self.state = WorkerState(self.conf, definition, self.assignment, self.index)

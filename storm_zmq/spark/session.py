@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from storm_zmq.runtime.tuning import unpinned
+
 __all__ = [
     "SparkSpoutError",
     "build_session",
@@ -110,7 +112,8 @@ def build_session(conf: Mapping[str, Any], app_name: str, who: str) -> tuple[Any
     for key, value in settings.items():
         builder = builder.config(key, value)
     try:
-        spark = builder.getOrCreate()
+        with unpinned():  # a local Spark's JVM gets every core, not the worker's one
+            spark = builder.getOrCreate()
     except Exception as exc:
         raise SparkSpoutError(
             f"{who}: cannot start a Spark session (spark.master={settings['spark.master']}): "

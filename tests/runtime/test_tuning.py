@@ -22,13 +22,20 @@ REPO = Path(__file__).resolve().parents[2]
 ALLOWED = sorted(os.sched_getaffinity(0))
 
 
-def test_worker_cpu_is_the_slot_position_modulo_the_allowed_cpus() -> None:
+def test_worker_cpu_is_the_port_position_among_the_allowed_cpus() -> None:
     ports = [6700, 6701, 6702, 6703]
-    assert [worker_cpu(p, ports, {0, 1}) for p in ports] == [0, 1, 0, 1]
-    assert [worker_cpu(p, ports, {5, 3, 9}) for p in ports] == [3, 5, 9, 3]  # sorted CPUs
-    assert worker_cpu(6702, ports, {4}) == 4
-    assert worker_cpu(7001, ports, {0, 1}) == 1  # not a slot port: spread by port number
+    assert [worker_cpu(p, ports, {0, 1, 2, 3}) for p in ports] == [0, 1, 2, 3]
+    assert [worker_cpu(p, ports, {5, 3, 9, 7}) for p in ports] == [3, 5, 7, 9]  # sorted CPUs
+    assert [worker_cpu(p, ports[:2], {0, 1, 2}) for p in ports[:2]] == [0, 1]
+    assert worker_cpu(7001, ports, {0, 1, 2, 3}) == 1  # not a host port: spread by port number
     assert worker_cpu(6700, ports, set()) is None
+
+
+def test_no_worker_is_pinned_where_the_host_has_more_worker_ports_than_cpus() -> None:
+    # workers that must share cores do better where the kernel can move them
+    ports = [6700, 6701, 6702, 6703]
+    assert [worker_cpu(p, ports, {0, 1}) for p in ports] == [None] * 4
+    assert worker_cpu(6700, [6700], {4}) == 4
 
 
 def test_pin_worker_pins_the_caller_and_the_threads_it_starts_later() -> None:
@@ -37,7 +44,9 @@ def test_pin_worker_pins_the_caller_and_the_threads_it_starts_later() -> None:
         from storm_zmq.runtime.tuning import pin_worker
         ports = [6700, 6701]
         print(pin_worker({"worker.cpu.pinning": False, "supervisor.slots.ports": ports}, 6701))
-        print(pin_worker({"worker.cpu.pinning": True, "supervisor.slots.ports": ports}, 6701))
+        print(pin_worker({"worker.cpu.pinning": True, "supervisor.slots.ports": [6700] * 99}, 6700))
+        print(pin_worker({"worker.cpu.pinning": True, "supervisor.slots.ports": [1, 2, 3] * 99},
+                         6701, host_ports=ports))
         seen = []
         thread = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))
         thread.start(); thread.join()
@@ -45,11 +54,43 @@ def test_pin_worker_pins_the_caller_and_the_threads_it_starts_later() -> None:
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60, cwd=REPO, check=True)
-    off, cpu, affinities = done.stdout.splitlines()
-    expected = ALLOWED[1 % len(ALLOWED)]
+    off, too_many_ports, cpu, affinities = done.stdout.splitlines()
     assert off == "None"
-    assert cpu == str(expected)
-    assert affinities == f"[{expected}] [{expected}]"
+    assert too_many_ports == "None"  # 99 slot ports: no CPU of its own
+    if len(ALLOWED) < 2:
+        assert cpu == "None" and affinities == f"{ALLOWED} {ALLOWED}"
+        return
+    # the second of the host ports given, whatever supervisor.slots.ports says
+    assert cpu == str(ALLOWED[1])
+    assert affinities == f"[{ALLOWED[1]}] [{ALLOWED[1]}]"
+
+
+def test_a_child_started_unpinned_gets_every_cpu_the_worker_had() -> None:
+    # what a SparkSpout's local JVM needs: pyspark starts it from the spout's thread
+    script = textwrap.dedent("""
+        import os, subprocess
+        from storm_zmq.runtime.tuning import pin_worker, unpinned
+        def child_cpus():
+            status = subprocess.run(["cat", "/proc/self/status"], capture_output=True,
+                                    text=True, check=True).stdout
+            return [line.split(":")[1].strip() for line in status.splitlines()
+                    if line.startswith("Cpus_allowed_list")][0]
+        with unpinned():  # not pinned yet: nothing to widen
+            print(child_cpus())
+        print(pin_worker({"worker.cpu.pinning": True}, 6700, host_ports=[6700]))
+        print(child_cpus())
+        with unpinned():
+            print(child_cpus())
+        print(child_cpus(), sorted(os.sched_getaffinity(0)))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, cwd=REPO, check=True)
+    before, cpu, pinned_child, unpinned_child, after = done.stdout.splitlines()
+    assert _cpu_list(before) == frozenset(ALLOWED)
+    assert cpu == str(ALLOWED[0])
+    assert _cpu_list(pinned_child) == {ALLOWED[0]}
+    assert _cpu_list(unpinned_child) == frozenset(ALLOWED)
+    assert after == f"{ALLOWED[0]} [{ALLOWED[0]}]"  # the block restores the worker's CPU
 
 
 def _cpu_list(text: str) -> frozenset[int]:
@@ -74,8 +115,8 @@ def _thread_cpus(pid: int) -> dict[str, frozenset[int]]:
     return found
 
 
-@pytest.mark.parametrize("pinning", [True, False])
-def test_workers_of_a_run_are_pinned_to_one_cpu_each_when_asked(pinning: bool) -> None:
+@pytest.mark.parametrize("pinning", [None, True, False])
+def test_workers_of_a_run_are_pinned_to_one_cpu_each_unless_told_not_to(pinning: bool | None) -> None:
     if len(ALLOWED) < 2:
         pytest.skip("this machine lets the test use one CPU: pinned and unpinned look the same")
     ports = [free_port(), free_port()]
@@ -88,7 +129,9 @@ def test_workers_of_a_run_are_pinned_to_one_cpu_each_when_asked(pinning: bool) -
     options = RunOptions(
         topology_file=str(REPO / "topologies" / "wordcount.py"), conf=dict(DEFAULTS), seconds=2,
         workers=2, transport="zmq", progress=False, on_report=on_report,
-        overrides={"supervisor.slots.ports": ports, "worker.cpu.pinning": pinning},
+        # more slot ports than CPUs: a local run spreads its own workers, not the slots
+        overrides={"supervisor.slots.ports": ports + [free_port() for _ in ALLOWED],
+                   **({} if pinning is None else {"worker.cpu.pinning": pinning})},
     )
     result = run_local(options, io.StringIO())
     assert result.exit_code == 0, result.reason
@@ -96,5 +139,5 @@ def test_workers_of_a_run_are_pinned_to_one_cpu_each_when_asked(pinning: bool) -
     for worker, threads in seen.items():
         # every thread: executors, receive, send, backpressure, ZeroMQ's I/O threads
         assert len(threads) >= 6, threads
-        expected = frozenset([ALLOWED[worker % len(ALLOWED)]] if pinning else ALLOWED)
+        expected = frozenset([ALLOWED[worker]] if pinning is not False else ALLOWED)
         assert set(threads.values()) == {expected}, (worker, threads)
