@@ -9,27 +9,60 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.messaging.conftest import free_port
+from tests.runtime.test_tuning import _cpu_list
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGY = ROOT / "topologies" / "spark_wordcount.py"
 pytestmark = pytest.mark.slow
 
 
-def run(tmp_path: Path, *options: str, workers: int = 2, env: dict[str, str] | None = None,
-        timeout: float = 240, topology: Path = TOPOLOGY) -> subprocess.CompletedProcess[str]:
+def command(workers: int, topology: Path, *options: str) -> list[str]:
     ports = [free_port() for _ in range(workers)]
-    command = [
+    return [
         sys.executable, "-m", "storm_zmq.cli.main", "run", str(topology), "-w", str(workers),
         "-o", f"supervisor.slots.ports={ports}", *options,
     ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
-                          env=env)
+
+
+def run(tmp_path: Path, *options: str, workers: int = 2, env: dict[str, str] | None = None,
+        timeout: float = 240, topology: Path = TOPOLOGY) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command(workers, topology, *options), capture_output=True, text=True,
+                          timeout=timeout, cwd=tmp_path, env=env)
+
+
+def _cpus_of_java_descendants(root: int) -> dict[int, str]:
+    """pid -> Cpus_allowed_list of every `java` process descended from `root`."""
+    parents: dict[int, int] = {}
+    names: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        names[int(entry)] = stat[stat.index("(") + 1:stat.rindex(")")]
+        parents[int(entry)] = int(stat[stat.rindex(")") + 2:].split()[1])
+    found = {}
+    for pid, name in names.items():
+        ancestor = parents.get(pid)
+        while ancestor and ancestor != root:
+            ancestor = parents.get(ancestor)
+        if name == "java" and ancestor == root:
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            found[pid] = next(line.split(":", 1)[1].strip() for line in status.splitlines()
+                              if line.startswith("Cpus_allowed_list"))
+    return found
 
 
 def expected_counts(spark: Any, lines: int, partitions: int) -> dict[str, int]:
@@ -44,13 +77,30 @@ def expected_counts(spark: Any, lines: int, partitions: int) -> dict[str, int]:
 def test_word_counts_equal_sparks_own_with_replays(spark: Any, tmp_path: Path) -> None:
     lines, partitions, fail_every = 8000, 6, 97
     output = tmp_path / "counts.json"
-    result = run(
-        tmp_path,
-        "-o", f"spark_wordcount.lines={lines}", "-o", f"spark_wordcount.partitions={partitions}",
-        "-o", f"spark_wordcount.fail_every={fail_every}", "-o", f"spark_wordcount.output={output}",
-        "-o", "spark_wordcount.progress_secs=0.2",  # a progress line however fast the run
+    process = subprocess.Popen(
+        command(
+            2, TOPOLOGY,
+            "-o", f"spark_wordcount.lines={lines}", "-o", f"spark_wordcount.partitions={partitions}",
+            "-o", f"spark_wordcount.fail_every={fail_every}", "-o", f"spark_wordcount.output={output}",
+            "-o", "spark_wordcount.progress_secs=0.2",  # a progress line however fast the run
+        ),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
     )
+    # While it runs: each worker's local Spark JVM, whose CPUs are checked below.
+    jvm_cpus: dict[int, str] = {}
+    deadline = time.monotonic() + 240
+    while process.poll() is None and len(jvm_cpus) < 2 and time.monotonic() < deadline:
+        jvm_cpus.update(_cpus_of_java_descendants(process.pid))
+        time.sleep(0.2)  # polling /proc: nothing to wait on for another process's child
+    stdout, stderr = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
+    result = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     assert result.returncode == 0, result.stderr[-5000:]
+    # Workers are pinned by default (one CPU each, worker.cpu.pinning), but not the
+    # JVMs they start: those get every CPU (tuning.unpinned).
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert len(re.findall(r"pinned to CPU \d+", result.stderr)) == 2, result.stderr[-3000:]
+    assert len(jvm_cpus) == 2, "both workers' JVMs seen while the run lasted"
+    assert {len(_cpu_list(cpus)) for cpus in jvm_cpus.values()} == {len(os.sched_getaffinity(0))}
     assert "every spout is exhausted" in result.stdout
     counted = json.loads(output.read_text())
     assert counted == expected_counts(spark, lines, partitions)
