@@ -5,15 +5,16 @@ CPU pinning (`worker.cpu.pinning`, on by default). The threads of a worker run
 Python one at a time, so a worker never uses more than about one core for its
 Python code; but the kernel moves its threads between cores as they wake, and a
 tuple created by one thread on one core and processed by the next on another is
-fetched across caches. Pinned to one CPU the same worker counted 15-35 % more
-words per second, and two workers' complete-latency tail shrank three- to
-tenfold (docs/benchmarks.md, sessions 4 and 12). The CPU is the position of the
-worker's port among its host's worker ports (`supervisor.slots.ports` under a
-supervisor, the run's ports in local mode) in the CPUs the process may use, so
-the workers of one host spread over its cores, one each. A host with more worker
-ports than CPUs pins nothing: workers that must share cores do better where the
-kernel can move them. What a pinned worker starts inherits its CPU, so a child
-that needs cores of its own (a local Spark's JVM) is started inside `unpinned()`.
+fetched across caches. Pinned to one CPU the same worker counted 17-38 % more
+words per second, and two workers' p99 complete latency at half load was lower
+in five of six pairs (docs/benchmarks.md, sessions 4 and 12). The CPU is the
+position of the worker's port among its host's worker ports
+(`supervisor.slots.ports` under a supervisor, the run's ports in local mode) in
+the CPUs the process may use, so the workers of one host spread over its cores,
+one each. A host with more worker ports than CPUs pins nothing: workers that must
+share cores do better where the kernel can move them. What a pinned worker starts
+inherits its CPU, so a child that needs cores of its own (a local Spark's JVM) is
+started inside `unpinned()`.
 
 Garbage collection.
 
