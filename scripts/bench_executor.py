@@ -293,24 +293,27 @@ def measure_instructions(acking: bool, words: int) -> dict[str, Any]:
     return row
 
 
-def instructions_table(rows: Sequence[dict[str, Any]]) -> str:
-    lines = ["| acking | runtime instructions/word | baseline instructions/word | runtime/baseline |",
-             "| --- | ---: | ---: | ---: |"]
-    for row in rows:
-        lines.append(
-            f"| {'on' if row['acking'] else 'off'} | {row['runtime_instructions_per_word']:,.0f} | "
-            f"{row['baseline_instructions_per_word']:,.0f} | {row['ratio']:.2f} |")
-    return "\n".join(lines)
+#: The columns after "acking" of each mode's table: (header, row key, format).
+TIMED_COLUMNS = (
+    ("runtime words/s", "runtime_words_per_s", ",.0f"),
+    ("baseline words/s", "baseline_words_per_s", ",.0f"),
+    ("ratio", "ratio", ".2f"),
+    ("runtime µs/word", "runtime_us_per_word", ".2f"),
+    ("baseline µs/word", "baseline_us_per_word", ".2f"),
+)
+INSTRUCTION_COLUMNS = (
+    ("runtime instructions/word", "runtime_instructions_per_word", ",.0f"),
+    ("baseline instructions/word", "baseline_instructions_per_word", ",.0f"),
+    ("runtime/baseline", "ratio", ".2f"),
+)
 
 
-def table(rows: Sequence[dict[str, Any]]) -> str:
-    lines = ["| acking | runtime words/s | baseline words/s | ratio | runtime µs/word | baseline µs/word |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]]) -> str:
+    lines = ["| acking | " + " | ".join(header for header, _, _ in columns) + " |",
+             "| --- |" + " ---: |" * len(columns)]
     for row in rows:
-        lines.append(
-            f"| {'on' if row['acking'] else 'off'} | {row['runtime_words_per_s']:,.0f} | "
-            f"{row['baseline_words_per_s']:,.0f} | {row['ratio']:.2f} | "
-            f"{row['runtime_us_per_word']:.2f} | {row['baseline_us_per_word']:.2f} |")
+        cells = [format(row[key], spec) for _, key, spec in columns]
+        lines.append(f"| {'on' if row['acking'] else 'off'} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -340,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if shutil.which("valgrind") is None:
             parser.error("--instructions needs valgrind on the PATH (Debian: apt-get install valgrind)")
         rows = [measure_instructions(mode == "on", words) for mode in modes]
-        print(instructions_table(rows))
+        print(table(rows, INSTRUCTION_COLUMNS))
         print(f"instructions a word: cachegrind's count for {2 * words:,} words less its count for "
               f"{words:,}, over the difference in words; runtime/baseline as in the timed table")
         if len(rows) == 2:
@@ -348,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "times the instructions a word")
     else:
         rows = [measure(mode == "on", words, args.repeats) for mode in modes]
-        print(table(rows))
+        print(table(rows, TIMED_COLUMNS))
         print("ratio: runtime words/s over the plain-Python baseline's, best of "
               f"{args.repeats} alternating runs of {words:,} words each")
     if args.json:
