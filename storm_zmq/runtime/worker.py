@@ -148,6 +148,9 @@ class WorkerState:
             self.queues, self._executor_tasks,
             overflow_limit=max(receive_size, in_flight), wait_put=self._wait_put,
         )
+        #: Called every 0.1 s while the receive thread waits on a full queue (the
+        #: worker repeats its throttle status from there).
+        self.while_receive_waits: Callable[[], None] = lambda: None
         graph: dict[str, set[str]] = {}
         #: (source component, stream, consumer component) of every subscription
         self._subscriptions: set[tuple[str, str, str]] = set()
@@ -339,6 +342,9 @@ class WorkerState:
         while not queue.put(batch, timeout=0.1, weight=weight):
             if self.stopping.is_set():
                 raise QueueClosed()
+            # the receive thread waits here (an overflow at its bound): its peers must
+            # keep hearing the throttle, or it expires and they send at full speed
+            self.while_receive_waits()
 
     def record_error(self, component: str, task: int, text: str) -> None:
         self.errors.append(
@@ -427,6 +433,7 @@ class Worker:
         # the reverse channel: backpressure statuses to every peer, from their own
         # thread and connections, so that they never wait behind data
         self._status_out: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        self._next_status_repeat = 0.0  # the receive thread's, in its loop or waiting
         self._control_peer_updates: queue.SimpleQueue[list[WorkerSlot]] = queue.SimpleQueue()
         self._last_busy: dict[int, tuple[float, float]] = {}
 
@@ -437,6 +444,7 @@ class Worker:
         topology = load_topology(self.spec["topology_file"], self.spec.get("topology_name"))
         definition = topology.definition()
         state = self.state = WorkerState(self.conf, definition, self.assignment, self.index)
+        state.while_receive_waits = self._repeat_throttle_status
         self.context = load_context(_bounded_send_waits(self.conf), self.spec.get("secrets"))
         state.max_payload = getattr(self.context, "max_message_size", None)
         state.max_payload_setting = getattr(self.context, "max_message_setting", None)
@@ -631,7 +639,6 @@ class Worker:
         location = state.task_location
         inbound = state.inbound
         throttled: frozenset[int] = frozenset()
-        next_repeat = 0.0
         has_peers = len(self.assignment.workers) > 1
         balance = state.balance if state.balances_load else None
         meter = BusyMeter()
@@ -677,15 +684,26 @@ class Worker:
                         balance.observe(self.index, state.cpu_figure, now)
                     if balance.update(now):
                         state.task_weights = balance.task_weights(task_worker)
-                if (changed or measured or (throttled and now >= next_repeat)) and has_peers:
+                if (changed or measured or (throttled and now >= self._next_status_repeat)) and has_peers:
                     # (one worker alone has nobody to tell, and no thread to take it;
                     # every status carries the latest figure, since only the newest
                     # status waiting for the backpressure thread is sent)
                     throttled = inbound.throttled_tasks
                     self._status_out.put(encode_status(self.index, throttled, state.cpu_figure))
-                    next_repeat = now + STATUS_REPEAT_SECS
+                    self._next_status_repeat = now + STATUS_REPEAT_SECS
         except QueueClosed:
             return
+
+    def _repeat_throttle_status(self) -> None:
+        """The receive loop's repeat of a throttle status, for while the receive
+        thread itself waits on a full queue (`WorkerState.while_receive_waits`): a
+        wait longer than `STATUS_EXPIRY_SECS` would otherwise let the peers forget
+        the throttle and send at full speed to the task that holds everything up."""
+        now = time.monotonic()
+        throttled = self.state.inbound.throttled_tasks
+        if throttled and now >= self._next_status_repeat and len(self.assignment.workers) > 1:
+            self._status_out.put(encode_status(self.index, throttled, self.state.cpu_figure))
+            self._next_status_repeat = now + STATUS_REPEAT_SECS
 
     def _on_status(self, payload: bytes) -> None:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import pytest
 
@@ -84,3 +85,26 @@ def test_a_failed_worker_thread_makes_the_worker_die_with_its_traceback() -> Non
     (failure,) = state.failures
     assert "the worker's send thread failed" in str(failure)
     assert "RuntimeError: the socket went away" in str(failure) and "Traceback" in str(failure)
+
+
+def test_the_receive_thread_waiting_on_a_full_queue_keeps_telling_its_peers() -> None:
+    # An overflow at its bound makes the receive thread wait on the slow queue; its
+    # throttle status must still be repeated from there, or the peers forget the
+    # throttle after STATUS_EXPIRY_SECS and flood the slow task (a pinned worker
+    # waited 3.8 s behind a 3000-tuple batch; docs/benchmarks.md, "Session 12").
+    state = word_count_worker(**{"topology.executor.receive.buffer.size": 10})
+    count = local_executor(state, "count_bolt")
+    queue = state.queues[count.index]
+    queue.put([(count.tasks[0], None)] * 10)  # full
+    calls = threading.Semaphore(0)
+    state.while_receive_waits = calls.release
+    waiting = threading.Thread(target=state._wait_put, args=(queue, [(count.tasks[0], None)], 1))
+    waiting.start()
+    try:
+        for _ in range(3):  # one call per 0.1 s it waits
+            assert calls.acquire(timeout=5), "no call while waiting"
+        assert waiting.is_alive() and len(queue) == 10
+    finally:
+        queue.get_all(timeout=0)  # room: the wait ends
+        waiting.join(timeout=5)
+    assert not waiting.is_alive() and len(queue) == 1
