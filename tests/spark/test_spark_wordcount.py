@@ -37,8 +37,10 @@ def run(tmp_path: Path, *options: str, workers: int = 2, env: dict[str, str] | N
                           timeout=timeout, cwd=tmp_path, env=env)
 
 
-def _cpus_of_java_descendants(root: int) -> dict[int, str]:
-    """pid -> Cpus_allowed_list of every `java` process descended from `root`."""
+def _worker_jvms(root: int) -> dict[int, tuple[int, str]]:
+    """java pid -> (its worker's pid, its Cpus_allowed_list), for every JVM started by
+    a worker process of the run `root` (a Python child of `root`; the run's own
+    process may start a JVM too, to read the DataFrame's columns)."""
     parents: dict[int, int] = {}
     names: dict[int, str] = {}
     for entry in os.listdir("/proc"):
@@ -52,16 +54,21 @@ def _cpus_of_java_descendants(root: int) -> dict[int, str]:
         parents[int(entry)] = int(stat[stat.rindex(")") + 2:].split()[1])
     found = {}
     for pid, name in names.items():
-        ancestor = parents.get(pid)
-        while ancestor and ancestor != root:
-            ancestor = parents.get(ancestor)
-        if name == "java" and ancestor == root:
-            try:
-                status = Path(f"/proc/{pid}/status").read_text()
-            except OSError:
-                continue
-            found[pid] = next(line.split(":", 1)[1].strip() for line in status.splitlines()
-                              if line.startswith("Cpus_allowed_list"))
+        if name != "java":
+            continue
+        below_root = pid  # the ancestor that is a child of `root`
+        while parents.get(below_root, 0) not in (root, 0):
+            below_root = parents[below_root]
+        if parents.get(below_root) != root or below_root == pid:
+            continue
+        if not names.get(below_root, "").startswith("python"):
+            continue
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        found[pid] = (below_root, next(line.split(":", 1)[1].strip() for line in status.splitlines()
+                                       if line.startswith("Cpus_allowed_list")))
     return found
 
 
@@ -87,10 +94,11 @@ def test_word_counts_equal_sparks_own_with_replays(spark: Any, tmp_path: Path) -
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
     )
     # While it runs: each worker's local Spark JVM, whose CPUs are checked below.
-    jvm_cpus: dict[int, str] = {}
+    jvms: dict[int, tuple[int, str]] = {}
     deadline = time.monotonic() + 240
-    while process.poll() is None and len(jvm_cpus) < 2 and time.monotonic() < deadline:
-        jvm_cpus.update(_cpus_of_java_descendants(process.pid))
+    while (process.poll() is None and len({w for w, _ in jvms.values()}) < 2
+           and time.monotonic() < deadline):
+        jvms.update(_worker_jvms(process.pid))
         time.sleep(0.2)  # polling /proc: nothing to wait on for another process's child
     stdout, stderr = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
     result = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
@@ -99,8 +107,8 @@ def test_word_counts_equal_sparks_own_with_replays(spark: Any, tmp_path: Path) -
     # JVMs they start: those get every CPU (tuning.unpinned).
     if len(os.sched_getaffinity(0)) >= 2:
         assert len(re.findall(r"pinned to CPU \d+", result.stderr)) == 2, result.stderr[-3000:]
-    assert len(jvm_cpus) == 2, "both workers' JVMs seen while the run lasted"
-    assert {len(_cpu_list(cpus)) for cpus in jvm_cpus.values()} == {len(os.sched_getaffinity(0))}
+    assert len({w for w, _ in jvms.values()}) == 2, f"both workers' JVMs seen while the run lasted: {jvms}"
+    assert {len(_cpu_list(cpus)) for _, cpus in jvms.values()} == {len(os.sched_getaffinity(0))}, jvms
     assert "every spout is exhausted" in result.stdout
     counted = json.loads(output.read_text())
     assert counted == expected_counts(spark, lines, partitions)
