@@ -159,6 +159,11 @@ class Runtime:
         return sum(e.executed for e in counts) - before
 
 
+def baseline_sentences(words: int) -> list[str]:
+    """The baseline's input for about `words` words (the text averages 17 a sentence)."""
+    return list(itertools.islice(itertools.cycle(SENTENCES), words // 17 + 1))
+
+
 def baseline(sentences: list[str]) -> int:
     """The same per-word work with only the calls any Storm-style API needs."""
 
@@ -213,7 +218,7 @@ def timed(fn: Any, *args: Any) -> tuple[int, float]:
 
 def measure(acking: bool, words: int, repeats: int) -> dict[str, Any]:
     runtime_rates, baseline_rates = [], []
-    sentences = list(itertools.islice(itertools.cycle(SENTENCES), words // 17 + 1))
+    sentences = baseline_sentences(words)
     for _ in range(repeats):
         runtime = Runtime(acking)
         batches, expected = runtime.sentence_batches(words)
@@ -249,7 +254,7 @@ def run_once(side: str, acking: bool, words: int) -> None:
             raise SystemExit(f"the runtime counted {counted:,} of {expected:,} words")
     else:
         tune_gc()
-        baseline(list(itertools.islice(itertools.cycle(SENTENCES), words // 17 + 1)))
+        baseline(baseline_sentences(words))
 
 
 _I_REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
@@ -277,8 +282,7 @@ def words_in(side: str, words: int) -> int:
     """How many words `run_once` counts for `words` (whole batches of sentences)."""
     if side == "runtime":
         return Runtime(False).sentence_batches(words)[1]
-    sentences = itertools.islice(itertools.cycle(SENTENCES), words // 17 + 1)
-    return sum(len(sentence.split()) for sentence in sentences)
+    return sum(len(sentence.split()) for sentence in baseline_sentences(words))
 
 
 def measure_instructions(acking: bool, words: int) -> dict[str, Any]:

@@ -688,11 +688,17 @@ class Worker:
                     # (one worker alone has nobody to tell, and no thread to take it;
                     # every status carries the latest figure, since only the newest
                     # status waiting for the backpressure thread is sent)
-                    throttled = inbound.throttled_tasks
-                    self._status_out.put(encode_status(self.index, throttled, state.cpu_figure))
-                    self._next_status_repeat = now + STATUS_REPEAT_SECS
+                    throttled = self._send_status(now)
         except QueueClosed:
             return
+
+    def _send_status(self, now: float) -> frozenset[int]:
+        """Hand this worker's status (throttled tasks, CPU figure) to the backpressure
+        thread, and return the throttled tasks it carries. Receive thread only."""
+        throttled = self.state.inbound.throttled_tasks
+        self._status_out.put(encode_status(self.index, throttled, self.state.cpu_figure))
+        self._next_status_repeat = now + STATUS_REPEAT_SECS
+        return throttled
 
     def _repeat_throttle_status(self) -> None:
         """The receive loop's repeat of a throttle status, for while the receive
@@ -700,10 +706,9 @@ class Worker:
         wait longer than `STATUS_EXPIRY_SECS` would otherwise let the peers forget
         the throttle and send at full speed to the task that holds everything up."""
         now = time.monotonic()
-        throttled = self.state.inbound.throttled_tasks
-        if throttled and now >= self._next_status_repeat and len(self.assignment.workers) > 1:
-            self._status_out.put(encode_status(self.index, throttled, self.state.cpu_figure))
-            self._next_status_repeat = now + STATUS_REPEAT_SECS
+        if (now >= self._next_status_repeat and len(self.assignment.workers) > 1
+                and self.state.inbound.throttled_tasks):
+            self._send_status(now)
 
     def _on_status(self, payload: bytes) -> None:
         try:
