@@ -75,6 +75,14 @@ _new = tuple.__new__
 #: again (Storm's spout wait strategy), so an idle spout does not spin a core.
 IDLE_SPOUT_WAIT = 0.001
 
+#: A bolt's turn in a shared thread (storm_zmq.runtime.shared): the interpreter's
+#: default switch interval, the most a thread of its own runs before others get a turn.
+STEP_SLICE = 0.005
+#: The largest chunk of input a bolt runs in one go in a shared thread, and its first
+#: (before the bolt's pace is known).
+MAX_CHUNK = 1024
+FIRST_CHUNK = 64
+
 #: Process-latency samples waiting for their ack, at most (unacked ones are dropped).
 MAX_OPEN_SAMPLES = 1000
 
@@ -333,6 +341,21 @@ class Executor(threading.Thread):
         # Load-aware shuffles (topology.disable.loadaware.messaging), refreshed per flush.
         self._load_aware = not worker.conf.get("topology.disable.loadaware.messaging")
         self._shuffles: list[Any] = []
+        #: Run by a `SharedExecutorThread` (worker.shared.executor.thread): never wait
+        #: on a queue; the thread runs a producer only while its consumers have room.
+        self.shared = False
+        #: In a shared thread, remote batches a throttle keeps here, in order; the
+        #: executor takes no input until they are sent.
+        self._held: deque[RemoteBatch] = deque()
+        self._held_tuples = 0
+        #: Input batches a shared thread's bolt took but left for later (a consumer
+        #: filled up); replaced whole, never changed in place (stats read it).
+        self._input_backlog: list[list[tuple[int, Any]]] = []
+        #: The queues a shared thread's executor must leave room in: its local
+        #: consumers' (not on a cycle with it) and, with peers, the transfer queue.
+        self._gates = worker.consumer_queues(self.component)
+        if len(worker.assignment.workers) > 1:
+            self._gates.append(worker.transfer)
 
     # -- set-up -------------------------------------------------------------------
 
@@ -361,28 +384,51 @@ class Executor(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.build_components()
-            self.worker.executor_ready(self)
+            self.start_up()
             try:
                 self.loop()
             except QueueClosed:  # shutting down while blocked on a stopped consumer
                 pass
-            self._flush_unless_closed()
-            for component in self.components.values():
-                component.cleanup()  # Storm's hook: runs even if output can't be flushed
-            self._flush_unless_closed()
+            self.finish()
         except BaseException as exc:  # user code: report with traceback, the worker dies
-            task = getattr(exc, "_storm_task", self.assignment.tasks[0])
-            self.failure = ComponentFailed(self.component, task, "".join(traceback.format_exception(exc)))
-            self.worker.executor_failed(self)
+            self.report_failure(exc)
+
+    def start_up(self) -> None:
+        self.build_components()
+        self.worker.executor_ready(self)
+
+    def finish(self) -> None:
+        """After the loop: flush, Storm's `cleanup()` hook (runs even if output
+        cannot be flushed), flush what it emitted."""
+        self._flush_unless_closed()
+        for component in self.components.values():
+            component.cleanup()
+        self._flush_unless_closed()
+
+    def report_failure(self, exc: BaseException) -> None:
+        """User code raised: report it with its traceback; the worker dies of it."""
+        task = getattr(exc, "_storm_task", self.assignment.tasks[0])
+        self.failure = ComponentFailed(self.component, task, "".join(traceback.format_exception(exc)))
+        self.worker.executor_failed(self)
+
+    def step(self) -> bool:
+        """One turn of `loop` for a shared thread: whatever can be done now, without
+        waiting; True if it took input or emitted."""
+        raise NotImplementedError
 
     def _flush_unless_closed(self) -> None:
         try:
             self.flush()
+            while self._held:  # stopping: a shared thread's executor may wait now
+                batch = self._held[0]
+                self._put_waiting(self.worker.transfer, batch, weight=batch.tuples)
+                self._held_tuples -= self._held.popleft().tuples
         except QueueClosed:  # shutting down and nobody takes it any more: dropped
             self._out_local.clear()
             self._out_remote.clear()
             self._buffered = 0
+            self._held.clear()
+            self._held_tuples = 0
 
     def loop(self) -> None:
         raise NotImplementedError
@@ -648,6 +694,9 @@ class Executor(threading.Thread):
                 batch.tuples += len(run.values)
         throttle = self.worker.throttle
         for batch in batches.values():
+            if self.shared:
+                self._send_or_hold(batch)
+                continue
             if throttle.throttled:
                 self._hold_while_throttled(batch)
             self._put(self.worker.transfer, batch, weight=batch.tuples)
@@ -655,6 +704,18 @@ class Executor(threading.Thread):
             raise refused
 
     def _put(
+        self, queue: BatchQueue[Any], batch: list[Any], cyclic: bool = False,
+        weight: int | None = None,
+    ) -> None:
+        if self.shared:
+            # A local consumer runs in this same thread: waiting for it would wait
+            # for ever. Its bound holds because the thread runs no producer of a
+            # full queue (`outputs_full`).
+            queue.put(batch, force=True, weight=weight)
+            return
+        self._put_waiting(queue, batch, cyclic, weight)
+
+    def _put_waiting(
         self, queue: BatchQueue[Any], batch: list[Any], cyclic: bool = False,
         weight: int | None = None,
     ) -> None:
@@ -673,16 +734,70 @@ class Executor(threading.Thread):
         """Per-task backpressure: keep a remote batch here while a task it goes to
         is throttled by its worker, so that only this executor (and, upstream, its
         spout) waits, not the transfer queue every executor shares."""
-        throttle = self.worker.throttle
-        while True:
-            throttled = throttle.throttled
-            blocking = [m.task for m in batch if m.task in throttled] if throttled else None
-            if not blocking:
-                return
-            if self._input_full() and any(task in self._cyclic_tasks for task in blocking):
-                return  # on a cycle, and our own input is full: send, see backpressure.py
+        while self._throttled(batch):
             self._while_blocked()
             self.worker.wait_throttle_change(0.01)
+
+    def _throttled(self, batch: RemoteBatch) -> bool:
+        """Whether `batch` must wait for a throttle to lift."""
+        throttled = self.worker.throttle.throttled
+        if not throttled:
+            return False
+        blocking = [m.task for m in batch if m.task in throttled]
+        if not blocking:
+            return False
+        # on a cycle, and our own input is full: send, see backpressure.py
+        return not (self._input_full() and any(task in self._cyclic_tasks for task in blocking))
+
+    # -- in a shared thread (storm_zmq.runtime.shared) -------------------------------
+
+    def _send_or_hold(self, batch: RemoteBatch) -> None:
+        """A shared thread's executor never waits for a throttle: what cannot go now
+        waits in `_held`, behind what waits already. The transfer queue takes it past
+        its bound (by one turn's output of each executor at most): the thread runs no
+        executor while the queue is full (`outputs_full`), and all of them get their
+        turn when it has room, where a put that had to find room would go to whoever
+        asked first after the send thread took, round after round."""
+        if self._held or not self._try_send(batch):
+            self._held.append(batch)
+            self._held_tuples += batch.tuples
+
+    def _try_send(self, batch: RemoteBatch) -> bool:
+        if self._throttled(batch):
+            return False
+        self.worker.transfer.put(batch, force=True, weight=batch.tuples)
+        return True
+
+    def send_held(self) -> bool:
+        """Send what waits in `_held`, in order, as far as it goes now; True when
+        nothing waits any more."""
+        held = self._held
+        while held:
+            if not self._try_send(held[0]):
+                return False
+            self._held_tuples -= held.popleft().tuples
+        return True
+
+    def outputs_full(self) -> bool:
+        """A queue of a local consumer, or the transfer queue, is full: in a shared
+        thread, this executor must not run until it has been taken from."""
+        for queue in self._gates:
+            if len(queue) >= queue.capacity:
+                return True
+        return False
+
+    @property
+    def queued(self) -> int:
+        """Tuples waiting at this executor: in its queue, and in a shared thread what
+        it keeps back (input it took but left for later, output a throttle holds),
+        so that a drain waits for those too. Read from other threads."""
+        backlog = self._input_backlog
+        return len(self.incoming) + self._held_tuples + sum(len(batch) for batch in backlog)
+
+    @property
+    def holding(self) -> bool:
+        """Remote batches wait in this executor for a throttle to lift."""
+        return bool(self._held)
 
     def _while_blocked(self) -> None:
         """Called while a downstream queue is full. Spouts keep taking acks here, so
@@ -694,54 +809,96 @@ class Executor(threading.Thread):
 
 
 class BoltExecutor(Executor):
-    def loop(self) -> None:
-        incoming = self.incoming
-        tickless = [c for c in self.components.values() if isinstance(c, TicklessBatchingBolt)]
+    def build_components(self) -> None:
+        super().build_components()
+        self._tickless = [c for c in self.components.values() if isinstance(c, TicklessBatchingBolt)]
         # Tick tuples come from the executor's own clock, between batches, rather
         # than through the queue: they then never wait behind a full queue, and
         # never make a drained queue look busy.
-        tick_secs = self.worker.component_conf(self.component).get("topology.tick.tuple.freq.secs")
-        next_tick = time.monotonic() + tick_secs if tick_secs else None
-        sample_every = self._sample_every
-        until_sample = 0  # tuples to run before the next process-latency sample
-        perf_counter = time.perf_counter
+        self._tick_secs = self.worker.component_conf(self.component).get("topology.tick.tuple.freq.secs")
+        self._next_tick = time.monotonic() + self._tick_secs if self._tick_secs else None
+        self._until_sample = 0  # tuples to run before the next process-latency sample
+        self._chunk_size = FIRST_CHUNK  # a shared thread's: input tuples of about STEP_SLICE
+
+    def loop(self) -> None:
+        incoming = self.incoming
         while not self.stop_requested.is_set():
-            for batch in incoming.get_all(timeout=0.05):
-                if self.stop_requested.is_set():
-                    break  # stopping: what is left was not drained in time
-                started = perf_counter()
-                batch = self._tuples_of(batch)
-                if not sample_every:
-                    self._run_batch(batch)
-                else:
-                    # every `sample_every`-th tuple is followed from here to its ack;
-                    # the rest run in plain slices, so the per-tuple loop is unchanged
-                    position, size = 0, len(batch)
-                    while position < size:
-                        if until_sample >= size - position:
-                            until_sample -= size - position
-                            self._run_batch(itertools.islice(batch, position, None))
-                            break
-                        sampled = position + until_sample
-                        if sampled > position:
-                            self._run_batch(itertools.islice(batch, position, sampled))
-                        self._run_one(*batch[sampled], sampled_at=perf_counter())
-                        position = sampled + 1
-                        until_sample = sample_every - 1
-                self.busy_secs += perf_counter() - started
-            now = time.monotonic()
-            if next_tick is not None and now >= next_tick:
-                next_tick = now + tick_secs
-                tick = _new(Tuple, (None, SYSTEM_COMPONENT, TICK_STREAM, -1, (tick_secs,)))
-                for task, component in self.components.items():
-                    try:
-                        component._run_tick(tick)
-                    except BaseException as exc:
-                        _blame(exc, task)
-                        raise
-            for component in tickless:
-                component._maybe_flush(now)
-            self.flush()
+            self._run_input(incoming.get_all(timeout=0.05))
+
+    def step(self) -> bool:
+        """A turn lasts about `STEP_SLICE`, in chunks of input sized by how long the
+        last one took, and ends early when a consumer's queue fills: a slow bolt
+        cannot keep the thread's other executors waiting (what a thread of its own
+        would get from the interpreter's switch interval). Input left over is taken
+        before the queue again, so the queue fills behind it and throttles."""
+        if (self._held and not self.send_held()) or self.outputs_full():
+            return False
+        if self._input_backlog:
+            batches, self._input_backlog = self._input_backlog, []
+        else:
+            batches = self.incoming.get_all(timeout=0)
+        self._run_input(batches, until=time.perf_counter() + STEP_SLICE)
+        return bool(batches)
+
+    def _run_input(self, batches: list[list[tuple[int, Any]]], until: float | None = None) -> None:
+        """Run `batches` through the tasks, then ticks, then flush. With `until` (a
+        shared thread's turn), batches after the first wait in `_input_backlog`
+        once that time has passed or a consumer's queue is full."""
+        sample_every = self._sample_every
+        perf_counter = time.perf_counter
+        for index, batch in enumerate(batches):
+            if self.stop_requested.is_set():
+                break  # stopping: what is left was not drained in time
+            if until is not None and index and (
+                self._held or self.outputs_full() or perf_counter() >= until
+            ):
+                self._input_backlog = batches[index:]  # the others' turn first
+                break
+            started = perf_counter()
+            batch = self._tuples_of(batch)
+            last = False
+            if until is not None and len(batch) > self._chunk_size:
+                size = self._chunk_size  # a chunk now, the rest in a later turn
+                self._input_backlog = [batch[size:], *batches[index + 1:]]
+                batch, last = batch[:size], True
+            if not sample_every:
+                self._run_batch(batch)
+            else:
+                # every `sample_every`-th tuple is followed from here to its ack;
+                # the rest run in plain slices, so the per-tuple loop is unchanged
+                until_sample = self._until_sample
+                position, size = 0, len(batch)
+                while position < size:
+                    if until_sample >= size - position:
+                        until_sample -= size - position
+                        self._run_batch(itertools.islice(batch, position, None))
+                        break
+                    sampled = position + until_sample
+                    if sampled > position:
+                        self._run_batch(itertools.islice(batch, position, sampled))
+                    self._run_one(*batch[sampled], sampled_at=perf_counter())
+                    position = sampled + 1
+                    until_sample = sample_every - 1
+                self._until_sample = until_sample
+            took = perf_counter() - started
+            self.busy_secs += took
+            if until is not None:
+                self._chunk_size = max(1, min(MAX_CHUNK, int(STEP_SLICE * len(batch) / max(took, 1e-6))))
+            if last:
+                break
+        now = time.monotonic()
+        if self._next_tick is not None and now >= self._next_tick:
+            self._next_tick = now + self._tick_secs
+            tick = _new(Tuple, (None, SYSTEM_COMPONENT, TICK_STREAM, -1, (self._tick_secs,)))
+            for task, component in self.components.items():
+                try:
+                    component._run_tick(tick)
+                except BaseException as exc:
+                    _blame(exc, task)
+                    raise
+        for component in self._tickless:
+            component._maybe_flush(now)
+        self.flush()
 
     def _run_batch(self, items: Any) -> None:
         """The per-tuple hot path: `items` of (task, tuple) through process()."""
@@ -790,6 +947,7 @@ class AckerExecutor(Executor):
         super().__init__(worker, assignment)
         self.state = AckerState.from_conf(worker.conf)
         self.lock = threading.Lock()
+        self._next_rotation = time.monotonic() + self.state.rotation_interval_secs
         for task in assignment.tasks:
             worker.local_ackers[task] = self
 
@@ -849,20 +1007,27 @@ class AckerExecutor(Executor):
             self._apply_acks_to(self, run_task, run)
 
     def loop(self) -> None:
-        state = self.state
         incoming = self.incoming
-        interval = state.rotation_interval_secs
-        next_rotation = time.monotonic() + interval
         while not self.stop_requested.is_set():
-            for batch in incoming.get_all(timeout=0.05):
-                self._apply_received(self._tuples_of(batch))
-            now = time.monotonic()
-            if now >= next_rotation:
-                with self.lock:
-                    expired = state.expire()
-                del expired  # freed outside the lock, which every acking thread takes
-                next_rotation = now + interval
-            self.flush()
+            self._run_input(incoming.get_all(timeout=0.05))
+
+    def step(self) -> bool:
+        if (self._held and not self.send_held()) or self.outputs_full():
+            return False
+        batches = self.incoming.get_all(timeout=0)
+        self._run_input(batches)
+        return bool(batches)
+
+    def _run_input(self, batches: list[list[tuple[int, Any]]]) -> None:
+        for batch in batches:
+            self._apply_received(self._tuples_of(batch))
+        now = time.monotonic()
+        if now >= self._next_rotation:
+            with self.lock:
+                expired = self.state.expire()
+            del expired  # freed outside the lock, which every acking thread takes
+            self._next_rotation = now + self.state.rotation_interval_secs
+        self.flush()
 
 
 class SpoutExecutor(Executor):
@@ -886,6 +1051,8 @@ class SpoutExecutor(Executor):
             position for position, task in enumerate(self._ackers)
             if worker.task_location[task] >= 0]
         self.complete_latencies_ms: list[float] = []
+        self._next_rotation = time.monotonic() + self.pending.rotation_interval_secs
+        self._idle_until = 0.0  # a shared thread's spout: next_tuple() not before this
         self.complete_ms_total = 0.0
         self.complete_samples = 0
 
@@ -939,41 +1106,60 @@ class SpoutExecutor(Executor):
             self._backlog.extend(batches)
 
     def loop(self) -> None:
-        interval = self.pending.rotation_interval_secs
-        next_rotation = time.monotonic() + interval
-        components = self.components
         while not self.stop_requested.is_set():
-            self._control()
-            self._take_input(self.incoming.get_all(timeout=0))
-            now = time.monotonic()
-            if now >= next_rotation:
-                for expired in self.pending.rotate():
-                    self.failed += 1
-                    components[expired.task_id].fail(expired.msg_id)
-                next_rotation = now + interval
-            self._run_deferred_acks()
-            emitted = 0
-            if self.active and not self.exhausted:
-                deadline = now + self.flush_interval
-                while (
-                    emitted < self.batch_size
-                    and (self.max_pending is None or len(self.pending) < self.max_pending)
-                ):
-                    before = self.emitted
-                    for task, component in components.items():
-                        if task not in self._exhausted_tasks:
-                            try:
-                                component.next_tuple()
-                            except BaseException as exc:
-                                _blame(exc, task)
-                                raise
-                    if self.emitted == before or time.monotonic() >= deadline:
-                        emitted += self.emitted - before
-                        break
-                    emitted += self.emitted - before
-            self.flush()
+            emitted, _ = self._round(may_emit=True)
             if not emitted:
                 self._take_input(self.incoming.get_all(timeout=IDLE_SPOUT_WAIT))
+
+    def step(self) -> bool:
+        # Storm's spout wait: next_tuple() that emitted nothing is not called again
+        # for IDLE_SPOUT_WAIT; acks and fails are taken every turn.
+        now = time.monotonic()
+        may_emit = (
+            now >= self._idle_until
+            and (not self._held or self.send_held())
+            and not self.outputs_full()
+        )
+        emitted, took_input = self._round(may_emit)
+        if may_emit and not emitted:
+            self._idle_until = now + IDLE_SPOUT_WAIT
+        return bool(emitted or took_input)
+
+    def _round(self, may_emit: bool) -> tuple[int, bool]:
+        """Acks and fails in, timeouts, then (if `may_emit`) up to
+        `topology.producer.batch.size` emits, then flush: (emitted, took input)."""
+        components = self.components
+        self._control()
+        batches = self.incoming.get_all(timeout=0)
+        self._take_input(batches)
+        now = time.monotonic()
+        if now >= self._next_rotation:
+            for expired in self.pending.rotate():
+                self.failed += 1
+                components[expired.task_id].fail(expired.msg_id)
+            self._next_rotation = now + self.pending.rotation_interval_secs
+        self._run_deferred_acks()
+        emitted = 0
+        if may_emit and self.active and not self.exhausted:
+            deadline = now + self.flush_interval
+            while (
+                emitted < self.batch_size
+                and (self.max_pending is None or len(self.pending) < self.max_pending)
+            ):
+                before = self.emitted
+                for task, component in components.items():
+                    if task not in self._exhausted_tasks:
+                        try:
+                            component.next_tuple()
+                        except BaseException as exc:
+                            _blame(exc, task)
+                            raise
+                if self.emitted == before or time.monotonic() >= deadline:
+                    emitted += self.emitted - before
+                    break
+                emitted += self.emitted - before
+        self.flush()
+        return emitted, bool(batches)
 
     def _control(self) -> None:
         if self._activate_requested.is_set():

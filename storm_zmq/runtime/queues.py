@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -40,6 +41,12 @@ class BatchQueue(Generic[T]):
         #: written under the lock, so that a reader without it never adds a batch
         #: twice (load-aware shuffles: WorkerState.task_loads).
         self.backlog = 0
+        #: Called after every put, and after every take that found something,
+        #: outside the lock: how a thread that runs the producers and consumers of
+        #: several queues without waiting on any (`storm_zmq.runtime.shared`) learns
+        #: that one has input, or room again.
+        self.on_put: Callable[[], object] | None = None
+        self.on_take: Callable[[], object] | None = None
 
     def __len__(self) -> int:
         """Tuples (not batches) queued now."""
@@ -52,8 +59,10 @@ class BatchQueue(Generic[T]):
         """Queue `batch`, waiting while the queue is full; False if `timeout`
         seconds passed first. An empty batch is accepted and dropped. `weight` is
         the tuples the batch holds, when that is not its length. `force` admits the
-        batch past the bound: only for breaking a cycle of waiting producers (see
-        `storm_zmq.runtime.backpressure`)."""
+        batch past the bound: for breaking a cycle of waiting producers (see
+        `storm_zmq.runtime.backpressure`), and for a shared executor thread, which
+        bounds its queues by not running producers of a full one
+        (`storm_zmq.runtime.shared`)."""
         if not batch:
             return True
         if weight is None:
@@ -74,7 +83,9 @@ class BatchQueue(Generic[T]):
             self._items += weight
             self.backlog += weight
             self._not_empty.notify()
-            return True
+        if self.on_put is not None:
+            self.on_put()
+        return True
 
     def get_all(self, timeout: float | None = None) -> list[list[T]]:
         """Take every queued batch at once, waiting up to `timeout` for the first;
@@ -91,7 +102,9 @@ class BatchQueue(Generic[T]):
             self._batches.clear()
             self._items = 0  # all taken: the backlog stays until the next get_all
             self._not_full.notify_all()
-            return batches
+        if self.on_take is not None:
+            self.on_take()
+        return batches
 
     def close(self) -> None:
         """Wake every waiter; later puts raise QueueClosed, gets drain what is left."""

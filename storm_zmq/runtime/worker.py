@@ -57,6 +57,7 @@ from storm_zmq.runtime.serialization import (
     check_system_tuple,
     payload_tuple_count,
 )
+from storm_zmq.runtime.shared import SharedExecutorThread
 from storm_zmq.runtime.tuning import CollectionClock, pin_worker, tune_gc
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.grouping import make_chooser
@@ -299,6 +300,17 @@ class WorkerState:
             e.index for e in self.local_executors if (component, e.component) in self._cyclic
         )
 
+    def consumer_queues(self, component: str) -> list[BatchQueue[Any]]:
+        """The queues of this worker's executors that subscribe to `component`, but
+        not those on a cycle with it (which go past their bound rather than stop the
+        cycle): the room an executor of `component` needs to run in a shared thread
+        (`storm_zmq.runtime.shared`)."""
+        consumers = {consumer for source, _, consumer in self._subscriptions if source == component}
+        return [
+            self.queues[e.index] for e in self.local_executors
+            if e.component in consumers and (component, e.component) not in self._cyclic
+        ]
+
     def cyclic_tasks(self, component: str) -> frozenset[int]:
         """Tasks (anywhere) of components on a cycle with `component`."""
         return frozenset(
@@ -456,6 +468,11 @@ class Worker:
             if index != self.index:
                 self.clients[index] = self.context.connect(self.assignment.storm_id, slot.host, slot.port)
         self.executors: list[Executor] = [new_executor(state, ex) for ex in state.local_executors]
+        # The threads that run the executors: one each, or one for all of them.
+        self._runners: list[threading.Thread] = (
+            [SharedExecutorThread(state, self.executors)]
+            if self.conf.get("worker.shared.executor.thread") else list(self.executors)
+        )
         threads = [
             threading.Thread(target=self._guarded, args=("receive", self._receive_loop),
                              name="receive", daemon=True),
@@ -467,8 +484,8 @@ class Worker:
                                             name="backpressure", daemon=True))
         for thread in threads:
             thread.start()
-        for executor in self.executors:
-            executor.start()
+        for runner in self._runners:
+            runner.start()
         for _ in self.executors:  # every component initialized (or one failed)
             while not state._ready.acquire(timeout=0.1):
                 if state.failed.is_set():
@@ -534,7 +551,7 @@ class Worker:
             entry["failed"] += executor.failed
             entry["malformed"] += executor.malformed
             entry["errors_reported"] += executor.errors_reported
-            entry["queued"] += len(executor.incoming)
+            entry["queued"] += executor.queued
             entry["queue_capacity"] += executor.incoming.capacity
             busy = executor.busy_secs
             entry["execute_ms_total"] += busy * 1000.0
@@ -552,7 +569,7 @@ class Worker:
                 "executor": executor.index, "tasks": list(executor.assignment.tasks),
                 "emitted": executor.emitted, "transferred": executor.transferred,
                 "executed": executor.executed, "acked": executor.acked,
-                "failed": executor.failed, "queued": len(executor.incoming),
+                "failed": executor.failed, "queued": executor.queued,
                 "capacity": capacity,
             })
             if isinstance(executor, SpoutExecutor):
@@ -610,12 +627,12 @@ class Worker:
         # `stopping` releases producers blocked on a queue whose consumer already
         # stopped (their output was not drained in time and is dropped).
         grace = time.monotonic() + 2
-        for executor in self.executors:
-            executor.join(max(0.0, grace - time.monotonic()))
+        for runner in self._runners:
+            runner.join(max(0.0, grace - time.monotonic()))
         self.state.stopping.set()
         deadline = time.monotonic() + 10
-        for executor in self.executors:
-            executor.join(max(0.0, deadline - time.monotonic()))
+        for runner in self._runners:
+            runner.join(max(0.0, deadline - time.monotonic()))
         for thread in threads:
             thread.join(max(0.1, deadline - time.monotonic()))
         final = self.stats()

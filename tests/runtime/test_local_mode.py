@@ -49,11 +49,18 @@ def sentences() -> list[str]:
     return SENTENCES
 
 
-@pytest.mark.parametrize("transport", ["zmq", "tcp"])
-def test_word_counts_are_exact_across_two_workers(tmp_path: Path, transport: str) -> None:
+#: Each worker's executors in one thread (worker.shared.executor.thread).
+SHARED = ("-o", "worker.shared.executor.thread=true")
+
+
+@pytest.mark.parametrize(("transport", "options"), [("zmq", ()), ("tcp", ()), ("zmq", SHARED)],
+                         ids=["zmq", "tcp", "zmq-shared-thread"])
+def test_word_counts_are_exact_across_two_workers(
+    tmp_path: Path, transport: str, options: tuple[str, ...]
+) -> None:
     count = 3000
     result = run("wordcount.py", tmp_path, "--transport", transport, "-o", f"test.count={count}",
-                 workers=2)
+                 *options, workers=2)
     assert result.returncode == 0, result.stderr
     assert "every spout is exhausted" in result.stdout
     expected: Counter[str] = Counter()
@@ -71,12 +78,15 @@ def test_word_counts_are_exact_across_two_workers(tmp_path: Path, transport: str
     assert sorted(i for s in spouts.values() for i in s["acked"]) == list(range(count))
 
 
-def test_tuples_failed_or_timed_out_are_replayed_until_all_arrive(tmp_path: Path) -> None:
+@pytest.mark.parametrize("options", [(), SHARED], ids=["threads", "shared-thread"])
+def test_tuples_failed_or_timed_out_are_replayed_until_all_arrive(
+    tmp_path: Path, options: tuple[str, ...]
+) -> None:
     count = 400
     result = run(
         "reliable.py", tmp_path, "-o", f"test.count={count}",
         "-o", "topology.message.timeout.secs=2", "-o", "topology.max.spout.pending=50",
-        workers=2,
+        *options, workers=2,
     )
     assert result.returncode == 0, result.stderr
     spouts = outputs(tmp_path, "spout")
@@ -132,8 +142,11 @@ def test_a_task_gets_another_workers_tuples_in_emit_order_across_streams(
     assert sorted(i for seen in sink["seen"].values() for _, i in seen) == list(range(count))
 
 
-def test_a_component_that_raises_stops_the_run_with_its_traceback(tmp_path: Path) -> None:
-    result = run("crash.py", tmp_path, "-o", "test.count=100")
+@pytest.mark.parametrize("options", [(), SHARED], ids=["threads", "shared-thread"])
+def test_a_component_that_raises_stops_the_run_with_its_traceback(
+    tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    result = run("crash.py", tmp_path, "-o", "test.count=100", *options)
     assert result.returncode == 1
     assert "component 'crash' task" in result.stderr
     assert "ZeroDivisionError: the bolt divided by zero on purpose" in result.stderr
