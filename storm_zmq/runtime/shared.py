@@ -18,7 +18,8 @@ output, else 50 ms (ticks and timeouts keep their clocks). A busy thread of a wo
 with peers lets the receive and send threads run at least every `YIELD_INTERVAL`
 (`time.sleep(0)`): otherwise they would get the interpreter only every switch
 interval (5 ms), by which time the transfer queue has filled and stopped every
-executor (two workers with acking counted 14-28 % more words a second with it).
+executor (without it, two workers with acking counted fewer words a second than with
+a thread per executor; docs/benchmarks.md, "Session 13").
 
 Backpressure without waiting. Where an executor's own thread would wait on a full
 queue, a shared thread's executor must not: the consumer it waited for runs in the
