@@ -139,13 +139,10 @@ class Inbound:
         executor_tasks: Mapping[int, Iterable[int]],
         overflow_limit: int,
         wait_put: Callable[[Any, list[Any], int], None],
-        batch_limit: int | None = None,
     ) -> None:
         self._queues = queues
         self._tasks = {e: tuple(tasks) for e, tasks in executor_tasks.items()}
         self._limit = overflow_limit
-        #: The most tuples `offer_messages` puts in one batch (a heavier message alone).
-        self.batch_limit = batch_limit if batch_limit is not None else overflow_limit
         self._wait_put = wait_put
         self._overflow: dict[int, deque[tuple[list[Any], int]]] = {}
         self._overflow_items: dict[int, int] = {}
@@ -195,29 +192,6 @@ class Inbound:
             self.events += 1
             return True
         return False
-
-    def offer_messages(self, executor: int, messages: list[Any], weights: list[int]) -> bool:
-        """`offer` what one receive brought for `executor`, in batches of at most
-        `batch_limit` tuples (`weights`: the tuples each message carries). Why: one
-        receive can bring thousands of messages, and as one batch they would pass
-        the bound of a queue with room, or of the overflow, by that much (56,000
-        tuples for one slow task once, session 12); in batches, a queue holds at
-        most its capacity plus one batch, and the batches past it wait in the
-        overflow, in order, under its bound."""
-        total = sum(weights)
-        limit = self.batch_limit
-        if total <= limit:
-            return self.offer(executor, messages, total)
-        changed = False
-        batch: list[Any] = []
-        batch_weight = 0
-        for message, weight in zip(messages, weights, strict=True):
-            if batch and batch_weight + weight > limit:
-                changed |= self.offer(executor, batch, batch_weight)
-                batch, batch_weight = [], 0
-            batch.append(message)
-            batch_weight += weight
-        return self.offer(executor, batch, batch_weight) or changed
 
     def drain(self) -> bool:
         """Move overflowed batches into queues with room; lift throttles of queues

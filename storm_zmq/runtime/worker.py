@@ -144,13 +144,10 @@ class WorkerState:
         self.cpu_figure: float | None = None
         # Beyond its queue, an executor's input may wait in the overflow up to what
         # peers can have in flight before they hear of the throttle.
-        # What one receive brings an executor goes on in batches of at most a quarter
-        # of its queue, so that a queue holds at most 1.25 x its size.
         in_flight = 8 * int(conf["topology.transfer.batch.size"])
         self.inbound = Inbound(
             self.queues, self._executor_tasks,
             overflow_limit=max(receive_size, in_flight), wait_put=self._wait_put,
-            batch_limit=max(1, receive_size // 4),
         )
         #: Called every 0.1 s while the receive thread waits on a full queue (the
         #: worker repeats its throttle status from there).
@@ -670,7 +667,7 @@ class Worker:
                 changed = False
                 if messages:
                     by_executor: dict[int, list[Any]] = {}
-                    weights: dict[int, list[int]] = {}  # the tuples each message carries
+                    weights: dict[int, int] = {}  # the tuples each executor's messages carry
                     for message in messages:
                         where = location.get(message.task, -1)
                         if where < 0:
@@ -684,11 +681,11 @@ class Worker:
                         batch = by_executor.get(where)
                         if batch is None:
                             batch = by_executor[where] = []
-                            weights[where] = []
+                            weights[where] = 0
                         batch.append(message)
-                        weights[where].append(payload_tuple_count(message.message))
+                        weights[where] += payload_tuple_count(message.message)
                     for executor, batch in by_executor.items():
-                        changed |= inbound.offer_messages(executor, batch, weights[executor])
+                        changed |= inbound.offer(executor, batch, weights[executor])
                 if inbound.holding:
                     changed |= inbound.drain()
                 now = time.monotonic()

@@ -111,38 +111,6 @@ def test_overflow_and_throttles_count_the_tuples_a_batch_carries() -> None:
     assert len(queues[0]) == 3 and inbound.overflow_items() == 0
 
 
-def test_one_receive_goes_on_in_batches_that_keep_the_queue_near_its_bound() -> None:
-    """Ten payloads of 400 tuples for one executor, from one receive: as one batch
-    they would put 4,000 tuples in a queue of 1,000 with room; in batches of at
-    most 1,000 the queue holds 1,600 and the rest waits in the overflow, in order."""
-    weights_waited: list[int] = []
-    queues = {0: BatchQueue(1000)}
-    inbound = Inbound(queues, {0: (10,)}, overflow_limit=10_000, batch_limit=1000,
-                      wait_put=lambda queue, batch, weight: weights_waited.append(weight))
-    messages = [f"p{i}" for i in range(10)]
-    assert inbound.offer_messages(0, messages, [400] * 10), "past the queue: throttled"
-    assert len(queues[0]) == 1600, "two batches of 800 went in, the second while below 1,000"
-    assert inbound.overflow_items() == 2400 and weights_waited == []
-    got = []
-    while inbound.holding:
-        for batch in queues[0].get_all(timeout=0):
-            assert len(batch) <= 2, "no batch heavier than the limit"
-            got += batch
-        inbound.drain()
-    assert got == messages
-
-
-def test_a_receive_within_the_batch_limit_is_one_batch_and_a_heavy_message_goes_alone() -> None:
-    queues = {0: BatchQueue(100)}
-    inbound = Inbound(queues, {0: (10,)}, overflow_limit=1000, batch_limit=10,
-                      wait_put=lambda queue, batch, weight: None)
-    assert not inbound.offer_messages(0, ["a", "b"], [4, 6])
-    assert queues[0].get_all(timeout=0) == [["a", "b"]]
-    assert not inbound.offer_messages(0, ["c", "heavy", "d", "e"], [3, 50, 5, 5])
-    assert queues[0].get_all(timeout=0) == [["c"], ["heavy"], ["d", "e"]]
-    assert len(queues[0]) == 0
-
-
 def test_overflow_bound_falls_back_to_waiting() -> None:
     inbound, queues, waited = make_inbound(capacity=1, limit=2)
     inbound.offer(0, [1])
