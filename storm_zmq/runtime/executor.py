@@ -347,7 +347,7 @@ class Executor(threading.Thread):
         #: In a shared thread, remote batches a throttle keeps here, in order; the
         #: executor takes no input until they are sent.
         self._held: deque[RemoteBatch] = deque()
-        self._held_tuples = 0
+        self._held_tuples = 0  # kept beside `_held`: stats read it from another thread
         #: Input batches a shared thread's bolt took but left for later (a consumer
         #: filled up); replaced whole, never changed in place (stats read it).
         self._input_backlog: list[list[tuple[int, Any]]] = []
@@ -778,6 +778,11 @@ class Executor(threading.Thread):
             self._held_tuples -= held.popleft().tuples
         return True
 
+    def room_to_produce(self) -> bool:
+        """A shared thread's executor may take input or emit: nothing waits in
+        `_held` (after sending what can go now) and no queue it fills is full."""
+        return (not self._held or self.send_held()) and not self.outputs_full()
+
     def outputs_full(self) -> bool:
         """A queue of a local consumer, or the transfer queue, is full: in a shared
         thread, this executor must not run until it has been taken from."""
@@ -831,7 +836,7 @@ class BoltExecutor(Executor):
         cannot keep the thread's other executors waiting (what a thread of its own
         would get from the interpreter's switch interval). Input left over is taken
         before the queue again, so the queue fills behind it and throttles."""
-        if (self._held and not self.send_held()) or self.outputs_full():
+        if not self.room_to_produce():
             return False
         if self._input_backlog:
             batches, self._input_backlog = self._input_backlog, []
@@ -1012,7 +1017,7 @@ class AckerExecutor(Executor):
             self._run_input(incoming.get_all(timeout=0.05))
 
     def step(self) -> bool:
-        if (self._held and not self.send_held()) or self.outputs_full():
+        if not self.room_to_produce():
             return False
         batches = self.incoming.get_all(timeout=0)
         self._run_input(batches)
@@ -1115,11 +1120,7 @@ class SpoutExecutor(Executor):
         # Storm's spout wait: next_tuple() that emitted nothing is not called again
         # for IDLE_SPOUT_WAIT; acks and fails are taken every turn.
         now = time.monotonic()
-        may_emit = (
-            now >= self._idle_until
-            and (not self._held or self.send_held())
-            and not self.outputs_full()
-        )
+        may_emit = now >= self._idle_until and self.room_to_produce()
         emitted, took_input = self._round(may_emit)
         if may_emit and not emitted:
             self._idle_until = now + IDLE_SPOUT_WAIT
