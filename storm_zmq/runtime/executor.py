@@ -51,6 +51,7 @@ from storm_zmq.runtime.acking import (
     spout_emit_ids,
 )
 from storm_zmq.runtime.assignment import ACKER, ExecutorAssignment
+from storm_zmq.runtime.held import HeldBatch, HeldOutput
 from storm_zmq.runtime.queues import BatchQueue, QueueClosed
 from storm_zmq.runtime.serialization import (
     MalformedTuple,
@@ -342,20 +343,22 @@ class Executor(threading.Thread):
         self._load_aware = not worker.conf.get("topology.disable.loadaware.messaging")
         self._shuffles: list[Any] = []
         #: Run by a `SharedExecutorThread` (worker.shared.executor.thread): never wait
-        #: on a queue; the thread runs a producer only while its consumers have room.
+        #: on a queue; what a full queue or a throttle would wait for is held instead.
         self.shared = False
-        #: In a shared thread, remote batches a throttle keeps here, in order; the
-        #: executor takes no input until they are sent.
-        self._held: deque[RemoteBatch] = deque()
-        self._held_tuples = 0  # kept beside `_held`: stats read it from another thread
-        #: Input batches a shared thread's bolt took but left for later (a consumer
-        #: filled up); replaced whole, never changed in place (stats read it).
+        self._started_up = False  # components built and initialized (start_up)
+        #: In a shared thread, batches for a full local queue or a throttled remote
+        #: task, and those for the same tasks after them (`storm_zmq.runtime.held`);
+        #: the executor takes no input and emits nothing while they carry
+        #: `_hold_limit` tuples or more.
+        self._held = HeldOutput()
+        self._hold_limit = self._max_buffered
+        #: Input batches a shared thread's bolt took but left for later (its output
+        #: is held, or its turn is over); replaced whole, never changed in place
+        #: (stats read it).
         self._input_backlog: list[list[tuple[int, Any]]] = []
-        #: The queues a shared thread's executor must leave room in: its local
-        #: consumers' (not on a cycle with it) and, with peers, the transfer queue.
-        self._gates = worker.consumer_queues(self.component)
-        if len(worker.assignment.workers) > 1:
-            self._gates.append(worker.transfer)
+        #: With peers, the transfer queue: every executor of a shared thread waits
+        #: while it is full (see `_send_or_hold`).
+        self._gates = [worker.transfer] if len(worker.assignment.workers) > 1 else []
 
     # -- set-up -------------------------------------------------------------------
 
@@ -384,8 +387,10 @@ class Executor(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.start_up()
+            if not self._started_up:  # else it ran in a shared thread until now
+                self.start_up()
             try:
+                self._release_held()
                 self.loop()
             except QueueClosed:  # shutting down while blocked on a stopped consumer
                 pass
@@ -395,6 +400,7 @@ class Executor(threading.Thread):
 
     def start_up(self) -> None:
         self.build_components()
+        self._started_up = True
         self.worker.executor_ready(self)
 
     def finish(self) -> None:
@@ -419,16 +425,33 @@ class Executor(threading.Thread):
     def _flush_unless_closed(self) -> None:
         try:
             self.flush()
-            while self._held:  # stopping: a shared thread's executor may wait now
-                batch = self._held[0]
-                self._put_waiting(self.worker.transfer, batch, weight=batch.tuples)
-                self._held_tuples -= self._held.popleft().tuples
+            self._release_held(stopping=True)
         except QueueClosed:  # shutting down and nobody takes it any more: dropped
             self._out_local.clear()
             self._out_remote.clear()
             self._buffered = 0
             self._held.clear()
-            self._held_tuples = 0
+
+    def _release_held(self, stopping: bool = False) -> None:
+        """Put what a shared thread's executor held, in order, waiting as an
+        executor's own thread does (`_publish`): it leaves the shared thread, whose
+        executors go on without it. Stopping, in the shared thread: into local queues
+        at once (their consumers run in this thread and stop too, so waiting for
+        room would wait for nothing), and into the transfer queue once it has room,
+        whatever the throttles say, as the receiving worker has stopped throttling."""
+        held = self._held
+        while held:
+            entry = held.first()
+            if not entry.remote:
+                if stopping:
+                    entry.queue.put(entry.batch, force=True, weight=entry.weight)
+                else:
+                    self._put_waiting(entry.queue, entry.batch, weight=entry.weight)
+            else:
+                if not stopping:
+                    self._hold_while_throttled(entry.batch)
+                self._put_waiting(entry.queue, entry.batch, weight=entry.weight)
+            held.pop()
 
     def loop(self) -> None:
         raise NotImplementedError
@@ -709,9 +732,12 @@ class Executor(threading.Thread):
     ) -> None:
         if self.shared:
             # A local consumer runs in this same thread: waiting for it would wait
-            # for ever. Its bound holds because the thread runs no producer of a
-            # full queue (`outputs_full`).
-            queue.put(batch, force=True, weight=weight)
+            # for ever. A cycle goes past the bound, as with threads; otherwise what
+            # does not fit now is held (`_hold_or_put`).
+            if cyclic:
+                queue.put(batch, force=True, weight=weight)
+            else:
+                self._hold_or_put(queue, batch, len(batch) if weight is None else weight, remote=False)
             return
         self._put_waiting(queue, batch, cyclic, weight)
 
@@ -752,40 +778,65 @@ class Executor(threading.Thread):
     # -- in a shared thread (storm_zmq.runtime.shared) -------------------------------
 
     def _send_or_hold(self, batch: RemoteBatch) -> None:
-        """A shared thread's executor never waits for a throttle: what cannot go now
-        waits in `_held`, behind what waits already. The transfer queue takes it past
-        its bound (by one turn's output of each executor at most): the thread runs no
-        executor while the queue is full (`outputs_full`), and all of them get their
-        turn when it has room, where a put that had to find room would go to whoever
-        asked first after the send thread took, round after round."""
-        if self._held or not self._try_send(batch):
-            self._held.append(batch)
-            self._held_tuples += batch.tuples
+        """A remote batch from a shared thread's executor: what goes to a throttled
+        task is held. The transfer queue takes the rest past its bound (by one
+        turn's output of each executor at most): the thread runs no executor while
+        that queue is full (`outputs_full`), and all of them get their turn when it
+        has room, where a put that had to find room would go to whoever asked first
+        after the send thread took, round after round."""
+        self._hold_or_put(self.worker.transfer, batch, batch.tuples, remote=True)
 
-    def _try_send(self, batch: RemoteBatch) -> bool:
-        if self._throttled(batch):
+    def _hold_or_put(self, queue: BatchQueue[Any], batch: list[Any], weight: int, remote: bool) -> None:
+        """Where an executor's own thread would wait (a full local queue, a
+        throttled remote task), a shared thread's executor holds the batch
+        (`storm_zmq.runtime.held`) and goes on: a producer that chooses around the
+        full queue or the throttled task keeps going, as it would with threads."""
+        if not self._held and (
+            not self.worker.throttle.throttled if remote else len(queue) < queue.capacity
+        ):
+            queue.put(batch, force=True, weight=weight)
+            return
+        self._held.add(HeldBatch(queue, batch, weight, remote), self._try_put, self._must_wait,
+                       self._part_of)
+
+    def _try_put(self, held: HeldBatch) -> bool:
+        """Put a held batch if its queue may take it: a local queue with room; the
+        transfer queue always (`_must_wait` kept what may not go)."""
+        queue = held.queue
+        if not held.remote and len(queue) >= queue.capacity:
             return False
-        self.worker.transfer.put(batch, force=True, weight=batch.tuples)
+        queue.put(held.batch, force=True, weight=held.weight)
         return True
+
+    def _must_wait(self, task: int) -> bool:
+        """A remote task to which nothing may go now: its worker throttles it (but
+        see `_throttled` for a cycle whose own input is full)."""
+        return task in self.worker.throttle.throttled and not (
+            task in self._cyclic_tasks and self._input_full())
+
+    @staticmethod
+    def _part_of(held: HeldBatch, messages: list[Any], weight: int) -> HeldBatch:
+        part = RemoteBatch(messages)
+        part.worker = held.batch.worker
+        part.tuples = weight
+        return HeldBatch(held.queue, part, weight, remote=True)
 
     def send_held(self) -> bool:
-        """Send what waits in `_held`, in order, as far as it goes now; True when
-        nothing waits any more."""
-        held = self._held
-        while held:
-            if not self._try_send(held[0]):
-                return False
-            self._held_tuples -= held.popleft().tuples
-        return True
+        """Put what is held, in order, as far as it may go now; True when nothing
+        is held any more."""
+        return self._held.release(self._try_put, self._must_wait, self._part_of)
 
     def room_to_produce(self) -> bool:
-        """A shared thread's executor may take input or emit: nothing waits in
-        `_held` (after sending what can go now) and no queue it fills is full."""
-        return (not self._held or self.send_held()) and not self.outputs_full()
+        """A shared thread's executor may take input or emit: what it holds (after
+        putting what may go now) carries fewer than `_hold_limit` tuples and, with
+        peers, the transfer queue is not full."""
+        if self._held:
+            self.send_held()
+        return self._held.tuples < self._hold_limit and not self.outputs_full()
 
     def outputs_full(self) -> bool:
-        """A queue of a local consumer, or the transfer queue, is full: in a shared
-        thread, this executor must not run until it has been taken from."""
+        """With peers, the transfer queue is full: in a shared thread, no executor
+        runs until the send thread has taken from it."""
         for queue in self._gates:
             if len(queue) >= queue.capacity:
                 return True
@@ -797,11 +848,11 @@ class Executor(threading.Thread):
         it keeps back (input it took but left for later, output a throttle holds),
         so that a drain waits for those too. Read from other threads."""
         backlog = self._input_backlog
-        return len(self.incoming) + self._held_tuples + sum(len(batch) for batch in backlog)
+        return len(self.incoming) + self._held.tuples + sum(len(batch) for batch in backlog)
 
     @property
     def holding(self) -> bool:
-        """Remote batches wait in this executor for a throttle to lift."""
+        """Batches wait in this executor for room in a queue or a throttle to lift."""
         return bool(self._held)
 
     def _while_blocked(self) -> None:
@@ -826,9 +877,15 @@ class BoltExecutor(Executor):
         self._chunk_size = FIRST_CHUNK  # a shared thread's: input tuples of about STEP_SLICE
 
     def loop(self) -> None:
-        incoming = self.incoming
         while not self.stop_requested.is_set():
-            self._run_input(incoming.get_all(timeout=0.05))
+            self._run_input(self._next_input(timeout=0.05))
+
+    def _next_input(self, timeout: float) -> list[list[tuple[int, Any]]]:
+        """What a shared thread's turn left for later, else what the queue holds."""
+        if self._input_backlog:
+            batches, self._input_backlog = self._input_backlog, []
+            return batches
+        return self.incoming.get_all(timeout=timeout)
 
     def step(self) -> bool:
         """A turn lasts about `STEP_SLICE`, in chunks of input sized by how long the
@@ -838,10 +895,7 @@ class BoltExecutor(Executor):
         before the queue again, so the queue fills behind it and throttles."""
         if not self.room_to_produce():
             return False
-        if self._input_backlog:
-            batches, self._input_backlog = self._input_backlog, []
-        else:
-            batches = self.incoming.get_all(timeout=0)
+        batches = self._next_input(timeout=0)
         self._run_input(batches, until=time.perf_counter() + STEP_SLICE)
         return bool(batches)
 
@@ -855,7 +909,8 @@ class BoltExecutor(Executor):
             if self.stop_requested.is_set():
                 break  # stopping: what is left was not drained in time
             if until is not None and index and (
-                self._held or self.outputs_full() or perf_counter() >= until
+                self._held.tuples >= self._hold_limit or self.outputs_full()
+                or perf_counter() >= until
             ):
                 self._input_backlog = batches[index:]  # the others' turn first
                 break

@@ -25,27 +25,44 @@ Backpressure without waiting. Where an executor's own thread would wait on a ful
 queue, a shared thread's executor must not: the consumer it waited for runs in the
 same thread. So:
 
-* a full queue stops its producers: an executor whose local consumers' queues
-  (`WorkerState.consumer_queues`) or, with peers, the transfer queue hold their
-  capacity takes no turn, and a bolt stops between chunks of input once one does. A
-  put itself never waits (`force`), so a queue holds at most its capacity plus one
-  turn's output of each producer;
+* a batch for a full local queue, or the part of a remote batch for a task its
+  worker throttles, stays in its executor (`storm_zmq.runtime.held`), and so does
+  what the executor flushes after it for the same tasks; the rest goes. This is
+  where its own thread would wait, and only there: a producer whose load-aware
+  shuffle chooses around a full queue or a throttled task goes on, as with threads.
+  One that must send there stops taking input and emitting once what it holds
+  carries `Executor._hold_limit` tuples (`topology.transfer.batch.size`), while the
+  others go on (a spout keeps taking its acks and fails). A queue's bound holds;
+* with peers, a full transfer queue stops every executor of the thread until the
+  send thread takes from it (a put that had to find room would go to whoever came
+  first after each take: a second spout once got 1 tuple in 12 s);
 * a bolt's turn lasts about `STEP_SLICE` (the interpreter's switch interval), in
-  chunks of input sized by its pace; what it took but did not run is run before it
-  takes from its queue again, so the queue fills behind a slow bolt and throttles;
-* a remote batch for a task its worker throttles stays in its executor
-  (`Executor._held`), in order; the executor takes no input until it is sent, while
-  the others go on. A spout keeps taking its acks and fails;
+  chunks of input sized by its pace, and ends early at its hold limit; what it
+  took but did not run is run before it takes from its queue again, so the queue
+  fills behind a slow bolt and throttles;
 * edges on a cycle of the topology go past the bound rather than stop, as they do
   with threads (`storm_zmq.runtime.backpressure`).
 
+A component that waits. A bolt that calls a database, or a spout that polls a socket,
+would hold up every executor of its worker while it waits, where a thread of its own
+lets the others run meanwhile. So the thread watches for it (`BlockingWatch`): an
+executor whose turns spend at least `OFF_CPU_SHARE` of their time off the CPU (the
+thread's CPU clock against the wall clock), over at least `WATCH_WINDOW` of turns,
+gets a thread of its own from then on, as every executor has with the option off. It
+hands over what it kept back (held output, input left for later) and goes on where it
+was; the log says which component and why. Only turns of `WATCH_AFTER` or longer are
+timed on the CPU clock (a read of it costs about half a microsecond), and only once a
+turn of the executor took that long.
+
 A component that raises kills the worker as with threads: the thread reports it with
-its traceback and stops. Stopping: the thread ends when every executor was told to
-stop, then flushes each and runs its `cleanup()`.
+its traceback and stops. Stopping: the thread ends when every executor still in it
+was told to stop, then flushes each and runs its `cleanup()`; an executor that left
+for its own thread does so in that thread.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -63,18 +80,68 @@ IDLE_WAIT = 0.05
 #: A busy thread lets the receive and send threads run at least this often.
 YIELD_INTERVAL = 0.001
 
+#: An executor whose turns are off the CPU this share of their time waits in its own
+#: code (a sleep, I/O): it gets a thread of its own. Waiting for the interpreter's
+#: lock (the receive and send threads) or for the CPU (another process) counts as off
+#: too, hence not less than a half: a busy worker's turns lose less than that so.
+OFF_CPU_SHARE = 0.5
+
+#: Turns timed on the CPU clock are judged once they add up to this long.
+WATCH_WINDOW = 0.1
+
+#: A turn this long makes the executor's next turns timed on the CPU clock too.
+WATCH_AFTER = 0.001
+
+log = logging.getLogger(__name__)
+
+
+class BlockingWatch:
+    """Whether an executor's turns wait in its own code rather than compute.
+
+    Fed each turn's wall time and, while `watching`, its CPU time. Watching starts
+    with a turn of `WATCH_AFTER` or longer; the timed turns are judged when they add
+    up to `WATCH_WINDOW`: blocking if they were off the CPU `OFF_CPU_SHARE` of it.
+    A window that was not stops watching until the next long turn. Pure logic: the
+    shared thread reads the clocks."""
+
+    def __init__(self) -> None:
+        self.watching = False
+        self.wall = 0.0  # of the timed turns of the window so far
+        self.off_cpu = 0.0
+        self.judged_share = 0.0  # off-CPU share of the last window judged
+
+    def record(self, wall: float, cpu: float | None) -> bool:
+        """One turn: its wall time, and its CPU time if it was `watching`; True when
+        the executor waits in its own code (judged over the window just ended)."""
+        if cpu is None:
+            if wall >= WATCH_AFTER:
+                self.watching = True
+            return False
+        self.wall += wall
+        self.off_cpu += max(0.0, wall - cpu)
+        if self.wall < WATCH_WINDOW:
+            return False
+        self.judged_share = self.off_cpu / self.wall
+        self.watching = False
+        self.wall = self.off_cpu = 0.0
+        return self.judged_share >= OFF_CPU_SHARE
+
 
 class SharedExecutorThread(threading.Thread):
-    def __init__(self, state: WorkerState, executors: Sequence[Executor]) -> None:
+    def __init__(self, state: WorkerState, executors: Sequence[Executor],
+                 watch_blocking: bool = True) -> None:
         super().__init__(name="executors", daemon=True)
         self.state = state
         self.executors = list(executors)
+        #: Executors that left for a thread of their own (`BlockingWatch`); the
+        #: worker joins them when it stops.
+        self.own_threads: list[Executor] = []
+        self._watches = {executor: BlockingWatch() for executor in executors} if watch_blocking else {}
         self._wake = threading.Event()
         for executor in self.executors:
             executor.shared = True
             executor.incoming.on_put = self._wake.set
         state.transfer.on_take = self._wake.set  # room for the executors it stopped
-        self._has_spouts = any(executor.is_spout for executor in self.executors)
 
     def run(self) -> None:
         for executor in self.executors:
@@ -99,6 +166,8 @@ class SharedExecutorThread(threading.Thread):
         first = 0
         has_peers = len(self.state.assignment.workers) > 1
         next_yield = 0.0
+        watches = self._watches
+        perf_counter, thread_time = time.perf_counter, time.thread_time
         try:
             while True:
                 running = [e for e in self.executors if not e.stop_requested.is_set()]
@@ -110,8 +179,19 @@ class SharedExecutorThread(threading.Thread):
                 # full queue was taken from is not always the same one
                 first = first + 1 if first + 1 < len(running) else 0
                 for executor in running[first:] + running[:first]:
+                    watch = watches.get(executor)
+                    if watch is None:
+                        if executor.step():
+                            worked = True
+                        continue
+                    timed = watch.watching
+                    started = perf_counter()
+                    cpu = thread_time() if timed else 0.0
                     if executor.step():
                         worked = True
+                    wall = perf_counter() - started
+                    if watch.record(wall, thread_time() - cpu if timed else None):
+                        self._give_own_thread(executor, watch)
                 if not worked:
                     wake.wait(self._idle_wait(running))
                 elif has_peers and time.monotonic() >= next_yield:
@@ -123,7 +203,28 @@ class SharedExecutorThread(threading.Thread):
             executor.report_failure(exc)
             return False
 
+    def _give_own_thread(self, executor: Executor, watch: BlockingWatch) -> None:
+        """`executor` waits in its own code: from now on it runs in a thread of its
+        own, as with the option off, and this thread's other executors go on. Its
+        queue then wakes this thread when it is taken from (the producers here
+        stopped while it was full), no longer when it is put into."""
+        if executor.stop_requested.is_set():
+            return  # stopping anyway; finish() runs here
+        self.executors.remove(executor)
+        del self._watches[executor]
+        executor.shared = False
+        executor.incoming.on_put = None
+        executor.incoming.on_take = self._wake.set
+        self.own_threads.append(executor)
+        log.info(
+            "component %r (executor %d) spent %.0f%% of its turns' time off the CPU, waiting "
+            "in its own code: it runs in a thread of its own from now on, so that it does "
+            "not hold up the worker's other executors", executor.component, executor.index,
+            100 * watch.judged_share,
+        )
+        executor.start()
+
     def _idle_wait(self, running: Sequence[Executor]) -> float:
-        if self._has_spouts or any(executor.holding for executor in running):
+        if any(executor.is_spout or executor.holding for executor in running):
             return IDLE_SPOUT_WAIT
         return IDLE_WAIT

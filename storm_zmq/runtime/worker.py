@@ -297,17 +297,6 @@ class WorkerState:
             e.index for e in self.local_executors if (component, e.component) in self._cyclic
         )
 
-    def consumer_queues(self, component: str) -> list[BatchQueue[Any]]:
-        """The queues of this worker's executors that subscribe to `component`, but
-        not those on a cycle with it (which go past their bound rather than stop the
-        cycle): the room an executor of `component` needs to run in a shared thread
-        (`storm_zmq.runtime.shared`)."""
-        consumers = {consumer for source, _, consumer in self._subscriptions if source == component}
-        return [
-            self.queues[e.index] for e in self.local_executors
-            if e.component in consumers and (component, e.component) not in self._cyclic
-        ]
-
     def cyclic_tasks(self, component: str) -> frozenset[int]:
         """Tasks (anywhere) of components on a cycle with `component`."""
         return frozenset(
@@ -624,11 +613,11 @@ class Worker:
         # `stopping` releases producers blocked on a queue whose consumer already
         # stopped (their output was not drained in time and is dropped).
         grace = time.monotonic() + 2
-        for runner in self._runners:
+        for runner in self._executor_threads():
             runner.join(max(0.0, grace - time.monotonic()))
         self.state.stopping.set()
         deadline = time.monotonic() + 10
-        for runner in self._runners:
+        for runner in self._executor_threads():
             runner.join(max(0.0, deadline - time.monotonic()))
         for thread in threads:
             thread.join(max(0.1, deadline - time.monotonic()))
@@ -639,6 +628,16 @@ class Worker:
             self.server.close()
         self.context.term()
         self.control.stopped(self.index, final)
+
+    def _executor_threads(self) -> list[threading.Thread]:
+        """The threads that run executors now: a shared thread's executors that
+        left for a thread of their own (`SharedExecutorThread.own_threads`) after it
+        (it starts them, so it is joined first)."""
+        threads = list(self._runners)
+        for runner in self._runners:
+            if isinstance(runner, SharedExecutorThread):
+                threads += runner.own_threads
+        return threads
 
     # -- I/O threads ------------------------------------------------------------------
 

@@ -8,9 +8,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from storm_zmq.runtime.executor import Executor, new_executor
 from storm_zmq.runtime.queues import BatchQueue
-from storm_zmq.runtime.shared import SharedExecutorThread
+from storm_zmq.runtime.shared import (
+    OFF_CPU_SHARE,
+    WATCH_AFTER,
+    WATCH_WINDOW,
+    BlockingWatch,
+    SharedExecutorThread,
+)
 from tests.runtime.wordcount_state import word_count_state
 
 ONE_EACH = {"split_bolt": (1, 1), "count_bolt": (1, 1)}
@@ -61,34 +69,71 @@ def test_one_thread_runs_the_word_count_and_settles_every_tree() -> None:
     assert all(e.failure is None for e in executors)
 
 
-def test_a_full_consumer_queue_stops_its_producer_until_it_is_taken_from() -> None:
-    executors = shared_executors({"topology.acker.executors": 0}, parallelism=ONE_EACH)
+def test_a_batch_for_a_full_queue_waits_in_its_producer_which_stops_at_its_bound() -> None:
+    """Where its own thread would wait in a put, a shared thread's executor holds the
+    batch: the queue's bound holds. A producer that has only that queue to send to
+    holds what it emits until that reaches `_hold_limit` tuples, then stops; what
+    it held goes first once the queue has room."""
+    executors = shared_executors({"topology.acker.executors": 0, "topology.transfer.batch.size": 100},
+                                 parallelism=ONE_EACH)
     spout, split, count = (executors[c] for c in ("sentence_spout", "split_bolt", "count_bolt"))
     spout.request_activate()
     assert spout.step() and spout.emitted > 0
     sentences = split.incoming.get_all(timeout=0)
+    filler = [(0, None)]
+    split.incoming.put(filler, weight=split.incoming.capacity)  # full
+    while spout.step():
+        assert len(split.incoming) == split.incoming.capacity, "nothing went past the bound"
+    assert spout.holding and 100 <= spout._held.tuples < 100 + spout.batch_size
+    first = spout._held.first()
     emitted = spout.emitted
-    split.incoming.put([(0, None)], weight=split.incoming.capacity)  # full
-    assert spout.outputs_full()
-    assert not spout.step() and spout.emitted == emitted, "no next_tuple() while split is full"
-    split.incoming.get_all(timeout=0)
+    assert not spout.step() and spout.emitted == emitted, "no next_tuple() at the bound"
+    assert split.incoming.get_all(timeout=0) == [filler]
     assert spout.step() and spout.emitted > emitted
+    assert split.incoming.get_all(timeout=0)[0] is first.batch, "the held batch went first"
 
-    # a bolt whose consumer is full takes no input
-    split.incoming.get_all(timeout=0)
+    # a bolt whose consumer is full holds its output and, at the bound, takes no more
     for batch in sentences:
         split.incoming.put(batch)
     queued = len(split.incoming)
-    count.incoming.put([(0, None)], weight=count.incoming.capacity)
-    assert not split.step() and len(split.incoming) == queued and split.executed == 0
-    count.incoming.get_all(timeout=0)
-    while split.step():  # in chunks, the first of 64 sentences
+    count.incoming.put(filler, weight=count.incoming.capacity)
+    while split.step():
         pass
-    assert split.executed == queued
-    assert len(count.incoming) == split.emitted > 0
+    ran = split.executed
+    assert 0 < ran < queued and split._held.tuples >= 100
+    assert split.queued == queued - ran + split._held.tuples
+    count.incoming.get_all(timeout=0)
+    while split.step():
+        count.incoming.get_all(timeout=0)  # the count bolt's turn, by hand
+    assert split.executed == queued and not split.holding
 
 
-def test_a_throttled_remote_batch_waits_in_its_executor_and_leaves_first() -> None:
+def test_a_load_aware_shuffle_goes_around_a_full_queue_without_stopping() -> None:
+    """A full split queue does not stop the spout: its load-aware shuffle sends to
+    the other split task, as it would with a thread per executor."""
+    state = word_count_state({"topology.acker.executors": 0},
+                             {"split_bolt": (2, 2), "count_bolt": (1, 1)})
+    executors = [new_executor(state, e) for e in state.local_executors]
+    for executor in executors:
+        executor.shared = True
+        executor.start_up()
+    (spout,) = [e for e in executors if e.is_spout]
+    full, other = [e for e in executors if e.component == "split_bolt"]
+    full.incoming.put([(0, None)], weight=full.incoming.capacity)
+    spout.flush()  # the shuffle learns its targets' loads at every flush
+    spout.request_activate()
+    for _ in range(20):
+        assert spout.step() and not spout.holding
+        other.incoming.get_all(timeout=0)  # the other split's turn, by hand
+    assert len(full.incoming) == full.incoming.capacity, "the full queue got nothing"
+    assert spout.emitted >= 20
+
+
+def test_tuples_for_a_throttled_remote_task_wait_and_leave_first_while_the_rest_go() -> None:
+    """A remote batch is split by task: what goes to the throttled task waits in its
+    executor, the rest goes now. The load-aware shuffle then sends around the
+    throttled task, so the spout keeps emitting; once the throttle lifts, the held
+    tuples leave before anything new for that task."""
     executors = shared_executors({"topology.acker.executors": 0}, workers=2,
                                  parallelism={"split_bolt": (2, 2), "count_bolt": (2, 2)})
     spout = executors["sentence_spout"]
@@ -98,14 +143,19 @@ def test_a_throttled_remote_batch_waits_in_its_executor_and_leaves_first() -> No
     state.throttle.update(1, remote, now=time.monotonic())
     spout.request_activate()
     assert spout.step() and spout.holding, "the split task of worker 1 is throttled"
-    assert len(state.transfer) == 0 and spout.queued > 0
-    (held,) = spout._held
+    held = list(spout._held)
+    assert all(h.tasks <= remote for h in held), "only what goes to throttled tasks waits"
+    assert spout.queued >= spout._held.tuples > 0
+    sent = [m.task for batch in state.transfer.get_all(timeout=0) for m in batch]
+    assert not set(sent) & remote
     emitted = spout.emitted
-    assert not spout.step() and spout.emitted == emitted, "nothing new while a batch waits"
+    for _ in range(5):
+        assert spout.step(), "the shuffle goes around the throttled task"
+    assert spout.emitted > emitted and list(spout._held) == held, "and nothing more waits"
     state.throttle.update(1, frozenset(), now=time.monotonic())
-    assert spout.step() and not spout.holding and spout.emitted > emitted
+    assert spout.step() and not spout.holding
     batches = state.transfer.get_all(timeout=0)
-    assert batches[0] is held, "the held batch left before the new ones"
+    assert [b for b in batches[:len(held)]] == [h.batch for h in held], "the held batches left first"
 
 
 def test_a_slow_bolts_turn_is_short_and_its_queue_fills_behind_it() -> None:
@@ -132,3 +182,64 @@ def make_word_tuples(executor: Executor, n: int) -> list[Any]:
     split_task = state.assignment.component_tasks["split_bolt"][0]
     task = executor.assignment.tasks[0]
     return list(state.make_tuples(split_task, "default", None, [[f"w{i}"] for i in range(n)], task))
+
+
+# -- a component that waits leaves for a thread of its own ----------------------------
+
+
+def test_short_turns_are_not_timed_on_the_cpu_clock() -> None:
+    watch = BlockingWatch()
+    for _ in range(10_000):
+        assert not watch.record(WATCH_AFTER / 2, None)
+    assert not watch.watching
+
+
+def test_turns_that_compute_are_judged_not_blocking_and_the_watch_rests() -> None:
+    watch = BlockingWatch()
+    assert not watch.record(0.005, None) and watch.watching, "a long turn: timed from now on"
+    turns = int(WATCH_WINDOW / 0.005)
+    verdicts = [watch.record(0.005, 0.004) for _ in range(turns)]  # 20 % off the CPU
+    assert verdicts == [False] * turns
+    assert watch.judged_share == pytest.approx(0.2) and not watch.watching
+
+
+def test_turns_that_wait_half_their_time_are_judged_blocking_once_the_window_is_full() -> None:
+    watch = BlockingWatch()
+    watch.record(0.03, None)
+    turns = int(WATCH_WINDOW / 0.03) + 1  # the window is full at the last turn, not before
+    verdicts = [watch.record(0.03, 0.03 * (1 - OFF_CPU_SHARE)) for _ in range(turns)]
+    assert verdicts[-1] and not any(verdicts[:-1]), "judged when the window is full"
+    assert watch.judged_share == pytest.approx(OFF_CPU_SHARE)
+
+
+def test_an_executor_that_waits_leaves_for_a_thread_of_its_own_and_the_rest_go_on() -> None:
+    """The count bolt sleeps 2 ms a word. The shared thread moves it to a thread of
+    its own; the spout and split bolt then run while it sleeps (every sentence is
+    split while words still wait for the count bolt), and every tree settles."""
+    state = word_count_state({"topology.max.spout.pending": 100}, ONE_EACH)
+    executors = [new_executor(state, e) for e in state.local_executors]
+    (spout,) = [e for e in executors if e.is_spout]
+    (split,) = [e for e in executors if e.component == "split_bolt"]
+    (count,) = [e for e in executors if e.component == "count_bolt"]
+    thread = SharedExecutorThread(state, executors)
+    thread.start()
+    for _ in executors:
+        assert state._ready.acquire(timeout=10)
+    for component in count.components.values():
+        process = component.process
+        component.process = lambda tup, process=process: (time.sleep(0.002), process(tup))
+    spout.request_activate()
+    wait_for(lambda: thread.own_threads == [count], "the count bolt's own thread")
+    assert count.is_alive() and not count.shared and count not in thread.executors
+    wait_for(lambda: split.executed >= spout.emitted >= 100 and count.queued > 0,
+             "every sentence split while the count bolt has words to go")
+    spout.request_deactivate()
+    wait_for(lambda: spout.pending_count == 0 and all(e.queued == 0 for e in executors), "the drain")
+    for executor in executors:
+        executor.stop_requested.set()
+    thread.join(10)
+    count.join(10)
+    assert not thread.is_alive() and not count.is_alive()
+    assert spout.failed == 0 and spout.acked == spout.emitted
+    assert count.executed == split.emitted
+    assert all(e.failure is None for e in executors)
