@@ -231,11 +231,13 @@ SCHEMA: dict[str, Setting] = {
         "cores (docs/operations.md); turn it off on a host shared with other busy "
         "processes."),
     "worker.shared.executor.thread": Setting(
-        False, "bool", "Run all executors of a worker in one thread, taking turns, instead "
+        True, "bool", "Run all executors of a worker in one thread, taking turns, instead "
         "of a thread each (Storm's model): a worker runs Python one thread at a time "
         "anyway, and in one thread a batch reaches its consumer without a thread "
-        "hand-off. Backpressure then stops producers instead of making them wait "
-        "(docs/architecture.md, \"Shared executor thread\"; storm_zmq/runtime/shared.py)."),
+        "hand-off. Backpressure then holds output instead of waiting, and an executor "
+        "whose turns wait (I/O, sleep) more than half their time moves to a thread of "
+        "its own (docs/architecture.md, \"Shared executor thread\"; "
+        "storm_zmq/runtime/shared.py)."),
     "worker.log.max.bytes": Setting(
         10485760, "int", "A worker's log file is rotated when it reaches this size.",
         minimum=1024),

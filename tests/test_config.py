@@ -136,7 +136,7 @@ def test_defaults_are_storms_names_and_values() -> None:
         "supervisor.worker.start.timeout.secs": 120,
         "supervisor.worker.shutdown.sleep.secs": 5,
         "worker.cpu.pinning": True,
-        "worker.shared.executor.thread": False,
+        "worker.shared.executor.thread": True,
         "worker.log.max.bytes": 10485760,
         "worker.log.backups": 5,
         "logviewer.port": 8000,

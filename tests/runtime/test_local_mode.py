@@ -49,12 +49,13 @@ def sentences() -> list[str]:
     return SENTENCES
 
 
-#: Each worker's executors in one thread (worker.shared.executor.thread).
-SHARED = ("-o", "worker.shared.executor.thread=true")
+#: A thread for each executor (worker.shared.executor.thread off; the default is one
+#: thread for all of a worker's executors).
+THREADS = ("-o", "worker.shared.executor.thread=false")
 
 
-@pytest.mark.parametrize(("transport", "options"), [("zmq", ()), ("tcp", ()), ("zmq", SHARED)],
-                         ids=["zmq", "tcp", "zmq-shared-thread"])
+@pytest.mark.parametrize(("transport", "options"), [("zmq", ()), ("tcp", ()), ("zmq", THREADS)],
+                         ids=["zmq", "tcp", "zmq-thread-each"])
 def test_word_counts_are_exact_across_two_workers(
     tmp_path: Path, transport: str, options: tuple[str, ...]
 ) -> None:
@@ -78,7 +79,7 @@ def test_word_counts_are_exact_across_two_workers(
     assert sorted(i for s in spouts.values() for i in s["acked"]) == list(range(count))
 
 
-@pytest.mark.parametrize("options", [(), SHARED], ids=["threads", "shared-thread"])
+@pytest.mark.parametrize("options", [(), THREADS], ids=["shared-thread", "thread-each"])
 def test_tuples_failed_or_timed_out_are_replayed_until_all_arrive(
     tmp_path: Path, options: tuple[str, ...]
 ) -> None:
@@ -142,7 +143,7 @@ def test_a_task_gets_another_workers_tuples_in_emit_order_across_streams(
     assert sorted(i for seen in sink["seen"].values() for _, i in seen) == list(range(count))
 
 
-@pytest.mark.parametrize("options", [(), SHARED], ids=["threads", "shared-thread"])
+@pytest.mark.parametrize("options", [(), THREADS], ids=["shared-thread", "thread-each"])
 def test_a_component_that_raises_stops_the_run_with_its_traceback(
     tmp_path: Path, options: tuple[str, ...]
 ) -> None:
