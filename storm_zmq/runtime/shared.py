@@ -14,12 +14,14 @@ took input or emitted ends in a wait for the next put into one of their queues (
 the receive thread) or the send thread's next take from the transfer queue, at most
 `IDLE_SPOUT_WAIT` when the worker has spouts (Storm's spout wait: a spout whose
 `next_tuple` emitted nothing is called again after that long) or an executor holds
-output, else 50 ms (ticks and timeouts keep their clocks). A busy thread of a worker
-with peers lets the receive and send threads run at least every `YIELD_INTERVAL`
-(`time.sleep(0)`): otherwise they would get the interpreter only every switch
-interval (5 ms), by which time the transfer queue has filled and stopped every
-executor (without it, two workers with acking counted fewer words a second than with
-a thread per executor; docs/benchmarks.md, "Session 13").
+output, else 50 ms (ticks and timeouts keep their clocks). A busy thread lets the
+other threads that need the interpreter run at least every `YIELD_INTERVAL`
+(`time.sleep(0)`), when there are any: the receive and send threads of a worker with
+peers, and executors that left for threads of their own (below). Otherwise they
+would get it only every switch interval (5 ms): the transfer queue would fill and
+stop every executor (two workers with acking counted fewer words a second than with
+a thread per executor; docs/benchmarks.md, "Session 13"), and a bolt that sleeps
+1 ms a tuple in a thread of its own ran 1,200 tuples in 6 s, and 5,400 with the yield.
 
 Backpressure without waiting. Where an executor's own thread would wait on a full
 queue, a shared thread's executor must not: the consumer it waited for runs in the
@@ -194,8 +196,8 @@ class SharedExecutorThread(threading.Thread):
                         self._give_own_thread(executor, watch)
                 if not worked:
                     wake.wait(self._idle_wait(running))
-                elif has_peers and time.monotonic() >= next_yield:
-                    time.sleep(0)  # the receive and send threads' turn, see above
+                elif (has_peers or self.own_threads) and time.monotonic() >= next_yield:
+                    time.sleep(0)  # the other threads' turn, see above
                     next_yield = time.monotonic() + YIELD_INTERVAL
         except QueueClosed:  # stopping while a queue closed under us
             return True
