@@ -69,17 +69,27 @@ class HeldOutput:
 
     def add(self, batch: HeldBatch, try_put: TryPut, must_wait: MustWait, split: SplitBatch) -> None:
         """A flushed batch: what may go now goes (`try_put`), the rest is held."""
-        blocked = self._tasks()
-        self._offer(batch, blocked, try_put, must_wait, split)
+        blocked = {task for held in self._batches for task in held.tasks}
+        rest = _offer(batch, blocked, try_put, must_wait, split)
+        if rest is not None:
+            self._batches.append(rest)
+            self.tuples += rest.weight
 
     def release(self, try_put: TryPut, must_wait: MustWait, split: SplitBatch) -> bool:
-        """Put what may go now, in order; True when nothing is held any more."""
-        batches, self._batches = self._batches, deque()
-        self.tuples = 0
+        """Put what may go now, in order; True when nothing is held any more. Until
+        it returns, `tuples` counts what it put as well (a reader in another thread
+        then sees too many for a moment, never too few)."""
+        kept: deque[HeldBatch] = deque()
+        kept_tuples = 0
         blocked: set[int] = set()
-        for batch in batches:
-            self._offer(batch, blocked, try_put, must_wait, split)
-        return not self._batches
+        for batch in self._batches:
+            rest = _offer(batch, blocked, try_put, must_wait, split)
+            if rest is not None:
+                kept.append(rest)
+                kept_tuples += rest.weight
+        self._batches = kept
+        self.tuples = kept_tuples
+        return not kept
 
     def first(self) -> HeldBatch:
         """The oldest held batch (the executor puts it, waiting, then `pop`s it)."""
@@ -95,28 +105,27 @@ class HeldOutput:
         self._batches.clear()
         self.tuples = 0
 
-    def _tasks(self) -> set[int]:
-        return {task for batch in self._batches for task in batch.tasks}
 
-    def _offer(self, batch: HeldBatch, blocked: set[int], try_put: TryPut, must_wait: MustWait,
-               split: SplitBatch) -> None:
-        """Put `batch`, or the part of it that may go, and hold the rest; `blocked`
-        (tasks with held output before it) grows by what is held."""
-        if batch.remote:
-            waiting = frozenset(task for task in batch.tasks if task in blocked or must_wait(task))
-            if waiting and waiting != batch.tasks:
-                go = [message for message in batch.batch if message.task not in waiting]
-                stay = [message for message in batch.batch if message.task in waiting]
-                stay_weight = _weight(stay)
-                if try_put(split(batch, go, batch.weight - stay_weight)):
-                    batch = split(batch, stay, stay_weight)
-            elif not waiting and try_put(batch):
-                return
-        elif not (batch.tasks & blocked) and try_put(batch):
-            return
-        self._batches.append(batch)
-        self.tuples += batch.weight
-        blocked.update(batch.tasks)
+def _offer(batch: HeldBatch, blocked: set[int], try_put: TryPut, must_wait: MustWait,
+           split: SplitBatch) -> HeldBatch | None:
+    """Put `batch`, or the part of it that may go; return what must be held (None:
+    nothing), and add its tasks to `blocked` (tasks with held output before the
+    batches still to come)."""
+    if batch.remote:
+        waiting = frozenset(task for task in batch.tasks if task in blocked or must_wait(task))
+        if not waiting:
+            if try_put(batch):
+                return None
+        elif waiting != batch.tasks:
+            go = [message for message in batch.batch if message.task not in waiting]
+            stay = [message for message in batch.batch if message.task in waiting]
+            stay_weight = _weight(stay)
+            if try_put(split(batch, go, batch.weight - stay_weight)):
+                batch = split(batch, stay, stay_weight)
+    elif not (batch.tasks & blocked) and try_put(batch):
+        return None
+    blocked.update(batch.tasks)
+    return batch
 
 
 def _weight(messages: Sequence[Any]) -> int:

@@ -112,3 +112,21 @@ def test_a_batch_whose_tasks_all_wait_is_held_whole() -> None:
     queues.add(held, batch)
     assert queues.put == [] and list(held) == [batch]
     assert held.first() is batch and held.pop() is batch and held.tuples == 0
+
+
+def test_while_releasing_the_count_never_drops_below_what_is_still_held() -> None:
+    """Stats read `tuples` from another thread to decide when a drain is done: during
+    a release it may count what already went, never miss what is still held."""
+    queues, held = Queues(), HeldOutput()
+    queues.full.add("a")
+    for _ in range(3):
+        queues.add(held, local("a", 1, 2))
+    queues.full.clear()
+    seen: list[int] = []
+
+    def try_put(batch: HeldBatch) -> bool:
+        seen.append(held.tuples)
+        return queues.try_put(batch)
+
+    assert held.release(try_put, queues.must_wait, queues.part)
+    assert seen == [6, 6, 6] and held.tuples == 0
