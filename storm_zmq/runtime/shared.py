@@ -79,7 +79,8 @@ if TYPE_CHECKING:
 #: How long an idle round waits without spouts and without held output.
 IDLE_WAIT = 0.05
 
-#: A busy thread lets the receive and send threads run at least this often.
+#: A busy thread lets the worker's other threads that need the interpreter (the
+#: receive and send threads, executors that left) run at least this often.
 YIELD_INTERVAL = 0.001
 
 #: An executor whose turns are off the CPU this share of their time waits in its own
@@ -130,15 +131,14 @@ class BlockingWatch:
 
 
 class SharedExecutorThread(threading.Thread):
-    def __init__(self, state: WorkerState, executors: Sequence[Executor],
-                 watch_blocking: bool = True) -> None:
+    def __init__(self, state: WorkerState, executors: Sequence[Executor]) -> None:
         super().__init__(name="executors", daemon=True)
         self.state = state
         self.executors = list(executors)
         #: Executors that left for a thread of their own (`BlockingWatch`); the
         #: worker joins them when it stops.
         self.own_threads: list[Executor] = []
-        self._watches = {executor: BlockingWatch() for executor in executors} if watch_blocking else {}
+        self._watches = {executor: BlockingWatch() for executor in executors}
         self._wake = threading.Event()
         for executor in self.executors:
             executor.shared = True
@@ -164,7 +164,7 @@ class SharedExecutorThread(threading.Thread):
         """Run rounds until every executor is told to stop: True; False when a
         component raised (reported; the worker dies of it)."""
         wake = self._wake
-        executor = self.executors[0]
+        executor: Executor | None = None  # the one whose step raised, if one did
         first = 0
         has_peers = len(self.state.assignment.workers) > 1
         next_yield = 0.0
@@ -181,11 +181,7 @@ class SharedExecutorThread(threading.Thread):
                 # full queue was taken from is not always the same one
                 first = first + 1 if first + 1 < len(running) else 0
                 for executor in running[first:] + running[:first]:
-                    watch = watches.get(executor)
-                    if watch is None:
-                        if executor.step():
-                            worked = True
-                        continue
+                    watch = watches[executor]
                     timed = watch.watching
                     started = perf_counter()
                     cpu = thread_time() if timed else 0.0
@@ -202,14 +198,17 @@ class SharedExecutorThread(threading.Thread):
         except QueueClosed:  # stopping while a queue closed under us
             return True
         except BaseException as exc:
-            executor.report_failure(exc)
+            if executor is None:  # the thread's own code: the worker dies of it too
+                self.state.thread_failed(self.name, exc)
+            else:
+                executor.report_failure(exc)
             return False
 
     def _give_own_thread(self, executor: Executor, watch: BlockingWatch) -> None:
         """`executor` waits in its own code: from now on it runs in a thread of its
         own, as with the option off, and this thread's other executors go on. Its
-        queue then wakes this thread when it is taken from (the producers here
-        stopped while it was full), no longer when it is put into."""
+        queue then wakes this thread when it is taken from (producers here hold
+        batches for it while it is full), no longer when it is put into."""
         if executor.stop_requested.is_set():
             return  # stopping anyway; finish() runs here
         self.executors.remove(executor)

@@ -243,3 +243,10 @@ def test_an_executor_that_waits_leaves_for_a_thread_of_its_own_and_the_rest_go_o
     assert spout.failed == 0 and spout.acked == spout.emitted
     assert count.executed == split.emitted
     assert all(e.failure is None for e in executors)
+
+
+def test_a_worker_without_executors_has_a_thread_that_just_ends() -> None:
+    """More workers than executors leave a worker with none (Storm's even split)."""
+    state = word_count_state({"topology.acker.executors": 0})
+    SharedExecutorThread(state, []).run()  # in this thread: what it raises fails the test
+    assert not state.failed.is_set()
