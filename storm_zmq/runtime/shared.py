@@ -48,13 +48,20 @@ same thread. So:
 A component that waits. A bolt that calls a database, or a spout that polls a socket,
 would hold up every executor of its worker while it waits, where a thread of its own
 lets the others run meanwhile. So the thread watches for it (`BlockingWatch`): an
-executor whose turns spend at least `OFF_CPU_SHARE` of their time off the CPU (the
-thread's CPU clock against the wall clock), over at least `WATCH_WINDOW` of turns,
-gets a thread of its own from then on, as every executor has with the option off. It
-hands over what it kept back (held output, input left for later) and goes on where it
-was; the log says which component and why. Only turns of `WATCH_AFTER` or longer are
-timed on the CPU clock (a read of it costs about half a microsecond), and only once a
-turn of the executor took that long.
+executor whose turns spend at least `OFF_CPU_SHARE` of their time idle, over at least
+`WATCH_WINDOW` of turns, gets a thread of its own from then on, as every executor has
+with the option off. It hands over what it kept back (held output, input left for
+later) and goes on where it was; the log says which component and why.
+
+Idle is what `BusyClock` does not count: time in which no thread of the worker ran
+on a CPU and this thread did not wait in a run queue for one. So neither waiting for
+the interpreter's lock while another thread of the worker runs Python, nor being
+preempted by another process, counts. Both happen to a bolt that computes: beside a
+`SparkSpout` (its JVM busy on every CPU, the spout's own thread unpickling rows), the
+split and count bolts were 51-72 % off their thread's CPU clock and left the shared
+thread, which by this clock they do not. Only turns of `WATCH_AFTER` or longer are
+timed on it (a read costs about 2 µs), and only once a turn of the executor took that
+long.
 
 A component that raises kills the worker as with threads: the thread reports it with
 its traceback and stops. Stopping: the thread ends when every executor still in it
@@ -65,6 +72,7 @@ for its own thread does so in that thread.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -83,17 +91,19 @@ IDLE_WAIT = 0.05
 #: receive and send threads, executors that left) run at least this often.
 YIELD_INTERVAL = 0.001
 
-#: An executor whose turns are off the CPU this share of their time waits in its own
-#: code (a sleep, I/O): it gets a thread of its own. Waiting for the interpreter's
-#: lock (the receive and send threads) or for the CPU (another process) counts as off
-#: too, hence not less than a half: a busy worker's turns lose less than that so.
+#: An executor whose turns are idle (`BusyClock`) this share of their time waits in
+#: its own code (a sleep, I/O): it gets a thread of its own.
 OFF_CPU_SHARE = 0.5
 
-#: Turns timed on the CPU clock are judged once they add up to this long.
+#: Turns timed on the busy clock are judged once they add up to this long.
 WATCH_WINDOW = 0.1
 
-#: A turn this long makes the executor's next turns timed on the CPU clock too.
+#: A turn this long makes the executor's next turns timed on the busy clock too.
 WATCH_AFTER = 0.001
+
+#: Where Linux keeps the calling thread's scheduling times: on-CPU and run-queue
+#: nanoseconds, then time slices.
+SCHEDSTAT = "/proc/thread-self/schedstat"
 
 log = logging.getLogger(__name__)
 
@@ -101,33 +111,66 @@ log = logging.getLogger(__name__)
 class BlockingWatch:
     """Whether an executor's turns wait in its own code rather than compute.
 
-    Fed each turn's wall time and, while `watching`, its CPU time. Watching starts
-    with a turn of `WATCH_AFTER` or longer; the timed turns are judged when they add
-    up to `WATCH_WINDOW`: blocking if they were off the CPU `OFF_CPU_SHARE` of it.
-    A window that was not stops watching until the next long turn. Pure logic: the
-    shared thread reads the clocks."""
+    Fed each turn's wall time and, while `watching`, its busy time (`BusyClock`).
+    Watching starts with a turn of `WATCH_AFTER` or longer; the timed turns are
+    judged when they add up to `WATCH_WINDOW`: blocking if they were idle
+    `OFF_CPU_SHARE` of it. A window that was not stops watching until the next long
+    turn. Pure logic: the shared thread reads the clocks."""
 
     def __init__(self) -> None:
         self.watching = False
         self.wall = 0.0  # of the timed turns of the window so far
-        self.off_cpu = 0.0
-        self.judged_share = 0.0  # off-CPU share of the last window judged
+        self.off_cpu = 0.0  # idle, of those
+        self.judged_share = 0.0  # idle share of the last window judged
 
-    def record(self, wall: float, cpu: float | None) -> bool:
-        """One turn: its wall time, and its CPU time if it was `watching`; True when
-        the executor waits in its own code (judged over the window just ended)."""
-        if cpu is None:
+    def record(self, wall: float, busy: float | None) -> bool:
+        """One turn: its wall time, and its busy time if it was `watching`; True
+        when the executor waits in its own code (judged over the window just ended)."""
+        if busy is None:
             if wall >= WATCH_AFTER:
                 self.watching = True
             return False
         self.wall += wall
-        self.off_cpu += max(0.0, wall - cpu)
+        self.off_cpu += max(0.0, wall - busy)
         if self.wall < WATCH_WINDOW:
             return False
         self.judged_share = self.off_cpu / self.wall
         self.watching = False
         self.wall = self.off_cpu = 0.0
         return self.judged_share >= OFF_CPU_SHARE
+
+
+class BusyClock:
+    """Seconds in which the worker ran (its process's CPU time, every thread) plus
+    seconds in which the thread that made the clock waited in a run queue for a CPU
+    (`SCHEDSTAT`): what a turn of an executor that computes is made of, even when it
+    waits for the interpreter's lock or is preempted. Where Linux does not keep the
+    run-queue time, CPU time only. Open it in the thread it is for."""
+
+    def __init__(self) -> None:
+        try:
+            self._fd: int | None = os.open(SCHEDSTAT, os.O_RDONLY)
+            self._queued_ns()
+        except (OSError, ValueError, IndexError):
+            self.close()
+
+    def __call__(self) -> float:
+        if self._fd is None:
+            return time.process_time()
+        try:
+            return time.process_time() + self._queued_ns() / 1e9
+        except (OSError, ValueError, IndexError):
+            self.close()
+            return time.process_time()
+
+    def _queued_ns(self) -> int:
+        assert self._fd is not None
+        return int(os.pread(self._fd, 128, 0).split()[1])
+
+    def close(self) -> None:
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
 
 
 class SharedExecutorThread(threading.Thread):
@@ -169,7 +212,8 @@ class SharedExecutorThread(threading.Thread):
         has_peers = len(self.state.assignment.workers) > 1
         next_yield = 0.0
         watches = self._watches
-        perf_counter, thread_time = time.perf_counter, time.thread_time
+        perf_counter = time.perf_counter
+        busy_clock = BusyClock()
         try:
             while True:
                 running = [e for e in self.executors if not e.stop_requested.is_set()]
@@ -184,11 +228,11 @@ class SharedExecutorThread(threading.Thread):
                     watch = watches[executor]
                     timed = watch.watching
                     started = perf_counter()
-                    cpu = thread_time() if timed else 0.0
+                    busy = busy_clock() if timed else 0.0
                     if executor.step():
                         worked = True
                     wall = perf_counter() - started
-                    if watch.record(wall, thread_time() - cpu if timed else None):
+                    if watch.record(wall, busy_clock() - busy if timed else None):
                         self._give_own_thread(executor, watch)
                 if not worked:
                     wake.wait(self._idle_wait(running))
@@ -203,6 +247,8 @@ class SharedExecutorThread(threading.Thread):
             else:
                 executor.report_failure(exc)
             return False
+        finally:
+            busy_clock.close()
 
     def _give_own_thread(self, executor: Executor, watch: BlockingWatch) -> None:
         """`executor` waits in its own code: from now on it runs in a thread of its
@@ -218,7 +264,7 @@ class SharedExecutorThread(threading.Thread):
         executor.incoming.on_take = self._wake.set
         self.own_threads.append(executor)
         log.info(
-            "component %r (executor %d) spent %.0f%% of its turns' time off the CPU, waiting "
+            "component %r (executor %d) spent %.0f%% of its turns' time idle, waiting "
             "in its own code: it runs in a thread of its own from now on, so that it does "
             "not hold up the worker's other executors", executor.component, executor.index,
             100 * watch.judged_share,

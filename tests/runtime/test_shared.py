@@ -4,6 +4,7 @@ queues (no sockets); tests/runtime/test_local_mode.py runs whole topologies so."
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,7 @@ from storm_zmq.runtime.shared import (
     WATCH_AFTER,
     WATCH_WINDOW,
     BlockingWatch,
+    BusyClock,
     SharedExecutorThread,
 )
 from tests.runtime.wordcount_state import word_count_state
@@ -198,7 +200,7 @@ def test_turns_that_compute_are_judged_not_blocking_and_the_watch_rests() -> Non
     watch = BlockingWatch()
     assert not watch.record(0.005, None) and watch.watching, "a long turn: timed from now on"
     turns = int(WATCH_WINDOW / 0.005)
-    verdicts = [watch.record(0.005, 0.004) for _ in range(turns)]  # 20 % off the CPU
+    verdicts = [watch.record(0.005, 0.004) for _ in range(turns)]  # 20 % idle
     assert verdicts == [False] * turns
     assert watch.judged_share == pytest.approx(0.2) and not watch.watching
 
@@ -210,6 +212,31 @@ def test_turns_that_wait_half_their_time_are_judged_blocking_once_the_window_is_
     verdicts = [watch.record(0.03, 0.03 * (1 - OFF_CPU_SHARE)) for _ in range(turns)]
     assert verdicts[-1] and not any(verdicts[:-1]), "judged when the window is full"
     assert watch.judged_share == pytest.approx(OFF_CPU_SHARE)
+
+
+def test_the_busy_clock_counts_another_threads_work_but_not_a_sleep() -> None:
+    """Waiting for the interpreter while another thread of the worker computes is
+    not idle; sleeping is."""
+    clock = BusyClock()
+    try:
+        started, busy = time.perf_counter(), clock()
+        time.sleep(0.05)
+        slept, busy = time.perf_counter() - started, clock() - busy
+        assert busy < 0.5 * slept
+
+        def compute() -> None:
+            until = time.perf_counter() + 0.05
+            while time.perf_counter() < until:
+                pass
+
+        other = threading.Thread(target=compute)
+        started, busy = time.perf_counter(), clock()
+        other.start()
+        other.join()
+        waited, busy = time.perf_counter() - started, clock() - busy
+        assert busy >= 0.5 * waited
+    finally:
+        clock.close()
 
 
 def test_an_executor_that_waits_leaves_for_a_thread_of_its_own_and_the_rest_go_on() -> None:
