@@ -846,8 +846,8 @@ class Executor(threading.Thread):
     def queued(self) -> int:
         """Tuples waiting at this executor: in its queue, and in a shared thread what
         it keeps back (input it took but left for later, output it holds for a full
-        queue or a throttle),
-        so that a drain waits for those too. Read from other threads."""
+        queue or a throttle), so that a drain waits for those too. Read from other
+        threads."""
         backlog = self._input_backlog
         return len(self.incoming) + self._held.tuples + sum(len(batch) for batch in backlog)
 
