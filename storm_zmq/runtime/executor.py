@@ -1,4 +1,6 @@
-"""Executors: the threads that run a worker's tasks.
+"""Executors: what runs a worker's tasks, one component each, by default in turns in
+the worker's shared thread (`storm_zmq.runtime.shared`), else each in a thread of its
+own (the `Executor` is a `threading.Thread`, and `loop` its body).
 
 An executor runs the tasks of one component. Its input is one bounded `BatchQueue`
 of lists of ``(task, item)`` pairs, where item is a `Tuple` (from this worker, no

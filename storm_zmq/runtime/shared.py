@@ -1,7 +1,7 @@
 """One thread for all of a worker's executors (`worker.shared.executor.thread`).
 
-Why. Storm gives each executor a thread, and so does a worker here by default. But a
-worker runs Python one thread at a time: its executor threads do not run in
+Why. Storm gives each executor a thread, and so does a worker here with the option
+off. But a worker runs Python one thread at a time: its executor threads do not run in
 parallel, they take turns, and every turn is a hand-off, a queue's wake-up and the
 interpreter's lock passed on through the kernel (about 24,000 context switches a
 second per worker at a moderate load, docs/benchmarks.md, session 13). In one thread
@@ -51,7 +51,8 @@ lets the others run meanwhile. So the thread watches for it (`BlockingWatch`): a
 executor whose turns spend at least `OFF_CPU_SHARE` of their time idle, over at least
 `WATCH_WINDOW` of turns, gets a thread of its own from then on, as every executor has
 with the option off. It hands over what it kept back (held output, input left for
-later) and goes on where it was; the log says which component and why.
+later) and goes on where it was; the log says which component and why. The option is
+the default because of it.
 
 Idle is what `BusyClock` does not count: time in which no thread of the worker ran
 on a CPU and this thread did not wait in a run queue for one. So neither waiting for
