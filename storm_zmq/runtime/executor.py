@@ -360,7 +360,7 @@ class Executor(threading.Thread):
         self._input_backlog: list[list[tuple[int, Any]]] = []
         #: With peers, the transfer queue: every executor of a shared thread waits
         #: while it is full (see `_send_or_hold`).
-        self._gates = [worker.transfer] if len(worker.assignment.workers) > 1 else []
+        self._transfer_gate = worker.transfer if len(worker.assignment.workers) > 1 else None
 
     # -- set-up -------------------------------------------------------------------
 
@@ -444,13 +444,10 @@ class Executor(threading.Thread):
         held = self._held
         while held:
             entry = held.first()
-            if not entry.remote:
-                if stopping:
-                    entry.queue.put(entry.batch, force=True, weight=entry.weight)
-                else:
-                    self._put_waiting(entry.queue, entry.batch, weight=entry.weight)
+            if stopping and not entry.remote:
+                entry.queue.put(entry.batch, force=True, weight=entry.weight)
             else:
-                if not stopping:
+                if entry.remote and not stopping:
                     self._hold_while_throttled(entry.batch)
                 self._put_waiting(entry.queue, entry.batch, weight=entry.weight)
             held.pop()
@@ -795,7 +792,7 @@ class Executor(threading.Thread):
         full queue or the throttled task keeps going, as it would with threads."""
         if not self._held and (
             not self.worker.throttle.throttled if remote else len(queue) < queue.capacity
-        ):
+        ):  # the common case, once per flushed batch: no HeldBatch (its task set) built
             queue.put(batch, force=True, weight=weight)
             return
         self._held.add(HeldBatch(queue, batch, weight, remote), self._try_put, self._must_wait,
@@ -839,10 +836,8 @@ class Executor(threading.Thread):
     def outputs_full(self) -> bool:
         """With peers, the transfer queue is full: in a shared thread, no executor
         runs until the send thread has taken from it."""
-        for queue in self._gates:
-            if len(queue) >= queue.capacity:
-                return True
-        return False
+        gate = self._transfer_gate
+        return gate is not None and len(gate) >= gate.capacity
 
     @property
     def queued(self) -> int:

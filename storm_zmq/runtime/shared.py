@@ -48,7 +48,7 @@ same thread. So:
 A component that waits. A bolt that calls a database, or a spout that polls a socket,
 would hold up every executor of its worker while it waits, where a thread of its own
 lets the others run meanwhile. So the thread watches for it (`BlockingWatch`): an
-executor whose turns spend at least `OFF_CPU_SHARE` of their time idle, over at least
+executor whose turns spend at least `IDLE_SHARE` of their time idle, over at least
 `WATCH_WINDOW` of turns, gets a thread of its own from then on, as every executor has
 with the option off. It hands over what it kept back (held output, input left for
 later) and goes on where it was; the log says which component and why. The option is
@@ -94,7 +94,7 @@ YIELD_INTERVAL = 0.001
 
 #: An executor whose turns are idle (`BusyClock`) this share of their time waits in
 #: its own code (a sleep, I/O): it gets a thread of its own.
-OFF_CPU_SHARE = 0.5
+IDLE_SHARE = 0.5
 
 #: Turns timed on the busy clock are judged once they add up to this long.
 WATCH_WINDOW = 0.1
@@ -115,13 +115,13 @@ class BlockingWatch:
     Fed each turn's wall time and, while `watching`, its busy time (`BusyClock`).
     Watching starts with a turn of `WATCH_AFTER` or longer; the timed turns are
     judged when they add up to `WATCH_WINDOW`: blocking if they were idle
-    `OFF_CPU_SHARE` of it. A window that was not stops watching until the next long
+    `IDLE_SHARE` of it. A window that was not stops watching until the next long
     turn. Pure logic: the shared thread reads the clocks."""
 
     def __init__(self) -> None:
         self.watching = False
         self.wall = 0.0  # of the timed turns of the window so far
-        self.off_cpu = 0.0  # idle, of those
+        self.idle = 0.0  # of those
         self.judged_share = 0.0  # idle share of the last window judged
 
     def record(self, wall: float, busy: float | None) -> bool:
@@ -132,13 +132,13 @@ class BlockingWatch:
                 self.watching = True
             return False
         self.wall += wall
-        self.off_cpu += max(0.0, wall - busy)
+        self.idle += max(0.0, wall - busy)
         if self.wall < WATCH_WINDOW:
             return False
-        self.judged_share = self.off_cpu / self.wall
+        self.judged_share = self.idle / self.wall
         self.watching = False
-        self.wall = self.off_cpu = 0.0
-        return self.judged_share >= OFF_CPU_SHARE
+        self.wall = self.idle = 0.0
+        return self.judged_share >= IDLE_SHARE
 
 
 class BusyClock:
@@ -149,8 +149,9 @@ class BusyClock:
     run-queue time, CPU time only. Open it in the thread it is for."""
 
     def __init__(self) -> None:
+        self._fd: int | None = None
         try:
-            self._fd: int | None = os.open(SCHEDSTAT, os.O_RDONLY)
+            self._fd = os.open(SCHEDSTAT, os.O_RDONLY)
             self._queued_ns()
         except (OSError, ValueError, IndexError):
             self.close()
@@ -169,7 +170,7 @@ class BusyClock:
         return int(os.pread(self._fd, 128, 0).split()[1])
 
     def close(self) -> None:
-        fd, self._fd = getattr(self, "_fd", None), None
+        fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
 

@@ -14,7 +14,7 @@ import pytest
 from storm_zmq.runtime.executor import Executor, new_executor
 from storm_zmq.runtime.queues import BatchQueue
 from storm_zmq.runtime.shared import (
-    OFF_CPU_SHARE,
+    IDLE_SHARE,
     WATCH_AFTER,
     WATCH_WINDOW,
     BlockingWatch,
@@ -209,9 +209,9 @@ def test_turns_that_wait_half_their_time_are_judged_blocking_once_the_window_is_
     watch = BlockingWatch()
     watch.record(0.03, None)
     turns = int(WATCH_WINDOW / 0.03) + 1  # the window is full at the last turn, not before
-    verdicts = [watch.record(0.03, 0.03 * (1 - OFF_CPU_SHARE)) for _ in range(turns)]
+    verdicts = [watch.record(0.03, 0.03 * (1 - IDLE_SHARE)) for _ in range(turns)]
     assert verdicts[-1] and not any(verdicts[:-1]), "judged when the window is full"
-    assert watch.judged_share == pytest.approx(OFF_CPU_SHARE)
+    assert watch.judged_share == pytest.approx(IDLE_SHARE)
 
 
 def test_the_busy_clock_counts_another_threads_work_but_not_a_sleep() -> None:
