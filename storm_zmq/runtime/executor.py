@@ -295,6 +295,11 @@ class TaskCollector:
         self._executor._exhausted_tasks.add(self._task)
 
 
+#: What `BoltExecutor._run_batch` checks before doing these two inline.
+_BOLT_RUN_PROCESS = Bolt._run_process
+_COLLECTOR_ACK = TaskCollector.ack
+
+
 class Executor(threading.Thread):
     """Runs the tasks of one component; subclasses give the loop."""
 
@@ -959,7 +964,29 @@ class BoltExecutor(Executor):
         self.flush()
 
     def _run_batch(self, items: Any) -> None:
-        """The per-tuple hot path: `items` of (task, tuple) through process()."""
+        """The per-tuple hot path: `items` of (task, tuple) through process().
+
+        Bolts that keep pystorm's defaults (`auto_ack`, `Bolt._run_process`, the
+        collector's own `ack`) have `_run_process` and the ack done inline, in a
+        loop of their own for acking off and on: two Python calls a tuple fewer,
+        15 % of the word count's instructions a word. Every other bolt, and a
+        sampled tuple (`_run_one`: its ack closes the sample), goes through
+        `_run_each`. Checked every batch, since a bolt may change `auto_ack`."""
+        if not self._acks_inline():
+            self._run_each(items)
+        elif self.acking:
+            self._run_acked_inline(items)
+        else:
+            self._run_unacked_inline(items)
+
+    def _acks_inline(self) -> bool:
+        for bolt in self.components.values():
+            if not (bolt.auto_ack and type(bolt)._run_process is _BOLT_RUN_PROCESS
+                    and getattr(bolt.ack, "__func__", None) is _COLLECTOR_ACK):
+                return False
+        return True
+
+    def _run_each(self, items: Any) -> None:
         components = self.components
         executed = 0
         task = self.assignment.tasks[0]
@@ -973,13 +1000,65 @@ class BoltExecutor(Executor):
         finally:
             self.executed += executed
 
+    def _run_unacked_inline(self, items: Any) -> None:
+        """`Bolt._run_process` and `TaskCollector.ack` with acking off: the ack is
+        only counted, and no emit reads the auto-anchors."""
+        components = self.components
+        executed = 0
+        task = self.assignment.tasks[0]
+        tup = None
+        try:
+            for task, tup in items:
+                components[task].process(tup)
+                executed += 1
+        except BaseException as exc:
+            self._process_raised(exc, task, tup)
+            raise
+        finally:
+            self.executed += executed
+            self.acked += executed
+
+    def _run_acked_inline(self, items: Any) -> None:
+        """`Bolt._run_process` and `TaskCollector.ack` with acking on: the input is
+        the auto-anchor while `process` runs, and its ack is folded into the
+        flush's acks (`_acks_out`, read per tuple: an emit may flush and renew it)."""
+        components = self.components
+        executed = 0
+        task = self.assignment.tasks[0]
+        tup = None
+        try:
+            for task, tup in items:
+                bolt = components[task]
+                bolt._current_tups = [tup]
+                bolt.process(tup)
+                bolt._current_tups = None
+                tuple_id = tup.id
+                if type(tuple_id) is TupleId:
+                    fold_ack(self._acks_out, tuple_id.roots, tuple_id.ack_val)
+                executed += 1
+        except BaseException as exc:
+            components[task]._current_tups = None
+            self._process_raised(exc, task, tup)
+            raise
+        finally:
+            self.executed += executed
+            self.acked += executed
+
+    def _process_raised(self, exc: BaseException, task: int, tup: Tuple | None) -> None:
+        """What `Bolt._run_process` does when `process` raises: fail the input if
+        `auto_fail`; then the task is named for the report."""
+        bolt = self.components[task]
+        if tup is not None and bolt.auto_fail:
+            bolt.fail(tup)
+        _blame(exc, task)
+
     def _run_one(self, task: int, tup: Tuple, sampled_at: float) -> None:
         """A tuple followed from here to its ack (process latency)."""
         samples = self._process_samples
         if len(samples) >= MAX_OPEN_SAMPLES:
             samples.clear()  # never acked (or acked elsewhere): start over
         samples[id(tup)] = (tup, sampled_at)
-        self._run_batch(((task, tup),))
+        self._run_each(((task, tup),))
 
 
 #: The stream that tells a spout task each acker outcome (reset_timeout is not sent:

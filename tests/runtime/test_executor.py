@@ -143,6 +143,103 @@ def test_with_acking_the_bound_emit_anchors_to_the_input_and_acks_fold_per_root(
         (ACKER_ACK_STREAM_ID, (root, word_edges[0] ^ word_edges[1] ^ word_edges[2]))]
 
 
+def word_tuples(state: WorkerState, count: BoltExecutor, words: list[str]) -> list[tuple[int, Tuple]]:
+    """One input pair for the count bolt per word, each the only tuple of its own
+    tree (root i + 1, edge 0x100 + i)."""
+    values = state.values_class("split_bolt", "default")
+    return [(count.assignment.tasks[0],
+             Tuple(TupleId({i + 1: 0x100 + i}), "split_bolt", "default", 99, values(word)))
+            for i, word in enumerate(words)]
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["acks inline", "run_process each"])
+@pytest.mark.parametrize("acking", [False, True], ids=["acking off", "acking on"])
+def test_a_raising_process_fails_its_input_and_acks_only_what_ran_either_way(
+    acking: bool, inline: bool,
+) -> None:
+    """`_run_batch`'s inline loops against `Bolt._run_process` one tuple at a time:
+    the same counts, acks, fail and blame when `process` raises mid-batch."""
+    state, executors = one_worker(acking=acking)
+    count = executors["count_bolt"]
+    (task, bolt) = next(iter(count.components.items()))
+    assert count._acks_inline()  # the word count's bolt keeps pystorm's defaults
+    if not inline:
+        count._acks_inline = lambda: False  # type: ignore[method-assign]
+    word_count = bolt.process
+
+    def process(tup: Tuple) -> None:
+        if acking:  # with acking off, no emit reads the auto-anchor
+            assert bolt._current_tups == [tup]
+        if tup.values.word == "boom":
+            raise RuntimeError("boom")
+        word_count(tup)
+
+    bolt.process = process  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError) as raised:
+        count._run_batch(word_tuples(state, count, ["a", "boom", "c"]))
+    assert raised.value._storm_task == task  # type: ignore[attr-defined]
+    assert (count.executed, count.acked, count.failed) == (1, 1, 1)
+    assert bolt._current_tups is None and bolt.counts == Counter({"a": 1})
+    count.flush()
+    if acking:
+        acker = next(e.index for e in state.local_executors if e.component == ACKER)
+        assert sorted((t.stream, tuple(t.values)) for _, t in taken(state, acker)) == [
+            (ACKER_ACK_STREAM_ID, (1, 0x100)), (ACKER_FAIL_STREAM_ID, (2,))]
+
+
+def test_a_bolt_that_acks_its_own_way_runs_each_tuple_through_run_process() -> None:
+    """What `_run_batch` checks, every batch, before doing the ack inline."""
+    state, executors = one_worker(acking=False)
+    count = executors["count_bolt"]
+    (bolt,) = count.components.values()
+    bolt.auto_ack = False  # set by the bolt at any time: the next batch sees it
+    count._run_batch(word_tuples(state, count, ["a", "b"]))
+    assert (count.executed, count.acked) == (2, 0)
+    assert not count._acks_inline()
+    bolt.auto_ack = True
+    count._run_batch(word_tuples(state, count, ["c"]))
+    assert (count.executed, count.acked) == (3, 1)
+
+    acks = []
+
+    class AcksLoudly(type(bolt)):  # type: ignore[misc]
+        def ack(self, tup: Tuple) -> None:
+            acks.append(tup.values.word)
+            super().ack(tup)
+
+    loud = AcksLoudly(collector=bolt._collector, name="count_bolt", task=bolt.task_id)
+    bolt._collector.bind(loud)
+    loud.initialize({}, None)
+    count.components[bolt.task_id] = loud
+    assert not count._acks_inline()
+    count._run_batch(word_tuples(state, count, ["d", "e"]))
+    assert acks == ["d", "e"] and count.acked == 1 + 2
+
+
+def test_acks_inline_survive_a_flush_that_an_emit_makes_mid_batch() -> None:
+    """An emit that fills the output flushes and renews the folded acks: the inline
+    ack of each input must land in the renewed ones, or its tree never completes."""
+    state, executors = one_worker(acking=True)
+    split = executors["split_bolt"]
+    split._max_buffered = 2  # every second word flushes
+    roots = {1: 0x11, 2: 0x22, 3: 0x33}
+    split._run_batch([(split.assignment.tasks[0], sentence(state, "a b c", TupleId({root: edge})))
+                      for root, edge in roots.items()])
+    split.flush()
+    acker = next(e.index for e in state.local_executors if e.component == ACKER)
+    acked: dict[int, int] = {}
+    for _, t in taken(state, acker):
+        assert t.stream == ACKER_ACK_STREAM_ID
+        acked[t.values[0]] = acked.get(t.values[0], 0) ^ t.values[1]
+    words = taken(state, executors["count_bolt"].index)
+    # each root's acks XOR to its edge and its three words' edges: the input's ack
+    # reached the acker for every sentence
+    for root, edge in roots.items():
+        word_edges = [tup.id.roots[root] for _, tup in words if root in tup.id.roots]
+        assert len(word_edges) == 3
+        assert acked[root] == edge ^ word_edges[0] ^ word_edges[1] ^ word_edges[2]
+
+
 def test_a_bolt_emit_with_a_tup_id_is_refused_as_bolt_emit_would() -> None:
     _, executors = one_worker(acking=False)
     (component,) = executors["split_bolt"].components.values()
