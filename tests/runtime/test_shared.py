@@ -4,6 +4,8 @@ queues (no sockets); tests/runtime/test_local_mode.py runs whole topologies so."
 
 from __future__ import annotations
 
+import ctypes
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -15,11 +17,13 @@ from storm_zmq.runtime.executor import Executor, new_executor
 from storm_zmq.runtime.queues import BatchQueue
 from storm_zmq.runtime.shared import (
     IDLE_SHARE,
+    SCHEDSTAT,
     WATCH_AFTER,
     WATCH_WINDOW,
     BlockingWatch,
     BusyClock,
     SharedExecutorThread,
+    _pread_holding_the_lock,
 )
 from tests.runtime.wordcount_state import word_count_state
 
@@ -235,6 +239,34 @@ def test_the_busy_clock_counts_another_threads_work_but_not_a_sleep() -> None:
         other.join()
         waited, busy = time.perf_counter() - started, clock() - busy
         assert busy >= 0.5 * waited
+    finally:
+        clock.close()
+
+
+def test_the_busy_clock_reads_the_run_queue_time_holding_the_lock_or_else_with_os_pread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The read through the C library gives what `os.pread` gives; where it cannot
+    be had, the clock reads with `os.pread` and still counts the run queue."""
+    fd = os.open(SCHEDSTAT, os.O_RDONLY)
+    try:
+        read = _pread_holding_the_lock(fd)
+        assert read is not None, "glibc's pread through ctypes.PyDLL"
+        first, plain, second = read().split(), os.pread(fd, 128, 0).split(), read().split()
+        assert len(first) == len(plain) == 3
+        assert int(first[1]) <= int(plain[1]) <= int(second[1])  # run-queue ns only grow
+    finally:
+        os.close(fd)
+
+    def no_library(name: object) -> None:
+        raise OSError("no C library here")
+
+    monkeypatch.setattr(ctypes, "PyDLL", no_library)
+    assert _pread_holding_the_lock(0) is None
+    clock = BusyClock()
+    try:
+        assert clock._read is not None and clock._queued_ns() >= 0
+        assert clock() >= time.process_time() - 0.01
     finally:
         clock.close()
 
