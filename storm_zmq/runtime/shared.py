@@ -61,9 +61,9 @@ preempted by another process, counts. Both happen to a bolt that computes: besid
 `SparkSpout` (its JVM busy on every CPU, the spout's own thread unpickling rows), the
 split and count bolts were 51-72 % off their thread's CPU clock and left the shared
 thread, which by this clock they do not. Only turns of `WATCH_AFTER` or longer are
-timed on it (a read costs about 2 µs, and keeps the interpreter's lock: one that let
-go of it cost 50 µs in a busy worker), and only once a turn of the executor took that
-long.
+timed on it (a read costs about 2 µs and keeps the interpreter's lock: one that let
+go of it took 50 µs on average in a busy worker), and only once a turn of the
+executor took that long.
 
 A component that raises kills the worker as with threads: the thread reports it with
 its traceback and stops. Stopping: the thread ends when every executor still in it
@@ -183,10 +183,12 @@ class BusyClock:
 def _pread_holding_the_lock(fd: int) -> Callable[[], bytes] | None:
     """A read of `fd` from its start that keeps the interpreter's lock, or None
     where the C library's `pread` cannot be called so. Why: `os.pread` lets go of
-    the lock, so each read handed the receive or send thread a turn, and getting the
-    lock back took 50 us a read on average in a busy 2-worker word count (2 us
-    without other threads): 5 % of the shared thread's time, two reads a timed turn.
-    The read of a /proc file does not block, so holding the lock costs nothing."""
+    the lock, so each read handed the receive or send thread a turn. In a busy
+    2-worker word count the clock's read before a timed turn then took 50 us on
+    average (2 us with no other thread wanting the lock), 2.5 % of the shared
+    thread's time in worker 0, and the read after it as much again; holding the
+    lock, 10 us. A read of a /proc file does not wait for anything, so holding the
+    lock through it keeps no other thread waiting long."""
     try:
         pread = ctypes.PyDLL(None).pread
     except (OSError, AttributeError):
