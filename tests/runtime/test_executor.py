@@ -157,7 +157,7 @@ def word_tuples(state: WorkerState, count: BoltExecutor, words: list[str]) -> li
 def test_a_raising_process_fails_its_input_and_acks_only_what_ran_either_way(
     acking: bool, inline: bool,
 ) -> None:
-    """`_run_batch`'s inline loops against `Bolt._run_process` one tuple at a time:
+    """`_run_batch`'s inline loop against `Bolt._run_process` one tuple at a time:
     the same counts, acks, fail and blame when `process` raises mid-batch."""
     state, executors = one_worker(acking=acking)
     count = executors["count_bolt"]
