@@ -295,7 +295,8 @@ class TaskCollector:
         self._executor._exhausted_tasks.add(self._task)
 
 
-#: What `BoltExecutor._run_batch` checks before doing these two inline.
+#: A bolt whose `_run_process` and `ack` are still these has them done inline
+#: (`BoltExecutor._acks_inline`).
 _BOLT_RUN_PROCESS = Bolt._run_process
 _COLLECTOR_ACK = TaskCollector.ack
 
