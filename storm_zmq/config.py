@@ -302,8 +302,10 @@ SCHEMA: dict[str, Setting] = {
         "run as it would between workers (costs one msgpack pack per emit; "
         "storm_zmq.testing's harnesses turn it on)."),
     "topology.stats.sample.rate": Setting(
-        0.05, "float", "Fraction of tuples sampled for statistics; trades accuracy "
-        "for overhead.", minimum=0, maximum=1),
+        0.05, "float", "Fraction of a bolt's tuples followed to their ack for its "
+        "process latency, when the bolt acks them itself; a bolt acked as process() "
+        "returns (pystorm's auto_ack) is timed per batch, every tuple. 0 turns process "
+        "latency off.", minimum=0, maximum=1),
 }
 
 #: Built-in default of every known key.

@@ -216,6 +216,26 @@ def test_a_bolt_that_acks_its_own_way_runs_each_tuple_through_run_process() -> N
     assert acks == ["d", "e"] and count.acked == 1 + 2
 
 
+@pytest.mark.parametrize("inline", [True, False], ids=["acks inline", "acks itself"])
+def test_process_latency_takes_every_tuple_of_a_bolt_acked_inline_and_samples_the_rest(
+    inline: bool,
+) -> None:
+    """A bolt acked as `process` returns is timed per batch, every tuple in the mean;
+    one that acks itself has one tuple in `_sample_every` followed to its ack."""
+    state, executors = one_worker(acking=False)
+    count = executors["count_bolt"]
+    (bolt,) = count.components.values()
+    if not inline:
+        bolt.auto_ack = False
+        word_count = bolt.process
+        bolt.process = lambda tup: (word_count(tup), bolt.ack(tup))  # type: ignore[method-assign]
+    count._sample_every = 20
+    count._run_input([word_tuples(state, count, [f"w{i}" for i in range(200)])])
+    assert count.executed == count.acked == 200
+    assert count.process_samples == (200 if inline else 200 // 20)
+    assert count.process_ms_total > 0 and not count._process_samples  # none left open
+
+
 def test_acks_inline_survive_a_flush_that_an_emit_makes_mid_batch() -> None:
     """An emit that fills the output flushes and renews the folded acks: the inline
     ack of each input must land in the renewed ones, or its tree never completes."""

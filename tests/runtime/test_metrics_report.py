@@ -48,13 +48,13 @@ def test_reports_count_what_the_topology_did(tmp_path: Path) -> None:
     assert total("split", "transferred") == words  # fields grouping: one target each
     assert total("count", "executed") == words
     assert total("count", "acked") == words
-    # execute latency: every executed tuple is in the mean; process latency: sampled
+    # execute latency: every executed tuple is in the mean; process latency too for a
+    # bolt acked as process() returns (pystorm's defaults: timed per batch, remote
+    # tuples too); a bolt that acks itself is sampled (tests/runtime/test_executor.py)
     assert total("count", "execute_samples") == words
     assert total("count", "execute_ms_total") > 0
-    assert 0 < total("count", "process_samples") <= words
-    rate = DEFAULTS["topology.stats.sample.rate"]
-    # one in 1/rate of the tuples, remote ones too (not one per payload of many)
-    assert total("count", "process_samples") >= words * rate * 0.9, total("count", "process_samples")
+    assert total("count", "process_samples") == words
+    assert total("count", "process_ms_total") > 0
     for report in latest.values():
         assert report["rss_bytes"] > 10 * 2**20 and report["open_fds"] > 3
         assert report["uptime_secs"] > 0 and report["transfer_capacity"] > 0
