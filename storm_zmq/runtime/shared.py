@@ -240,7 +240,7 @@ class SharedExecutorThread(threading.Thread):
         """Run rounds until every executor is told to stop: True; False when a
         component raised (reported; the worker dies of it)."""
         wake = self._wake
-        executor: Executor | None = None  # the one whose step raised, if one did
+        stepping: Executor | None = None  # the executor whose step is running, if one is
         first = 0
         has_peers = len(self.state.assignment.workers) > 1
         next_yield = 0.0
@@ -262,8 +262,10 @@ class SharedExecutorThread(threading.Thread):
                     timed = watch.watching
                     started = perf_counter()
                     busy = busy_clock() if timed else 0.0
+                    stepping = executor
                     if executor.step():
                         worked = True
+                    stepping = None
                     wall = perf_counter() - started
                     if watch.record(wall, busy_clock() - busy if timed else None):
                         self._give_own_thread(executor, watch)
@@ -275,10 +277,10 @@ class SharedExecutorThread(threading.Thread):
         except QueueClosed:  # stopping while a queue closed under us
             return True
         except BaseException as exc:
-            if executor is None:  # the thread's own code: the worker dies of it too
+            if stepping is None:  # the thread's own code: the worker dies of it too
                 self.state.thread_failed(self.name, exc)
             else:
-                executor.report_failure(exc)
+                stepping.report_failure(exc)
             return False
         finally:
             busy_clock.close()

@@ -306,6 +306,24 @@ def test_an_executor_that_waits_leaves_for_a_thread_of_its_own_and_the_rest_go_o
     assert all(e.failure is None for e in executors)
 
 
+def test_a_failure_in_the_threads_own_code_is_the_threads_not_the_last_executors() -> None:
+    """What raises between steps (here the idle wait) kills the worker as the
+    thread's failure; no component is blamed for it."""
+    state = word_count_state({"topology.acker.executors": 0}, ONE_EACH)
+    executors = [new_executor(state, e) for e in state.local_executors]
+    thread = SharedExecutorThread(state, executors)
+
+    def broken(running: Any) -> float:
+        raise RuntimeError("the thread's own bug")
+
+    thread._idle_wait = broken  # type: ignore[method-assign]
+    thread.run()  # in this thread: no input, so the first round ends in the idle wait
+    assert state.failed.is_set()
+    (failure,) = state.failures
+    assert "executors thread failed" in str(failure) and "the thread's own bug" in str(failure)
+    assert all(e.failure is None for e in executors)
+
+
 def test_a_worker_without_executors_has_a_thread_that_just_ends() -> None:
     """More workers than executors leave a worker with none (Storm's even split)."""
     state = word_count_state({"topology.acker.executors": 0})
