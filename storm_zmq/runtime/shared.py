@@ -162,7 +162,7 @@ class BusyClock:
             self.close()
 
     def __call__(self) -> float:
-        if self._fd is None:
+        if self._read is None:  # no run-queue time here (or no longer)
             return time.process_time()
         try:
             return time.process_time() + self._queued_ns() / 1e9
@@ -175,7 +175,7 @@ class BusyClock:
         return int(self._read().split()[1])
 
     def close(self) -> None:
-        fd, self._fd = self._fd, None
+        fd, self._fd, self._read = self._fd, None, None
         if fd is not None:
             os.close(fd)
 
