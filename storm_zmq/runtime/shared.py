@@ -297,7 +297,6 @@ class SharedExecutorThread(threading.Thread):
         executor.shared = False
         executor.incoming.on_put = None
         executor.incoming.on_take = self._wake.set
-        self.own_threads.append(executor)
         log.info(
             "component %r (executor %d) spent %.0f%% of its turns' time idle, waiting "
             "in its own code: it runs in a thread of its own from now on, so that it does "
@@ -305,6 +304,9 @@ class SharedExecutorThread(threading.Thread):
             100 * watch.judged_share,
         )
         executor.start()
+        # listed once started: the worker joins what is listed, and a thread not
+        # yet started cannot be joined
+        self.own_threads.append(executor)
 
     def _idle_wait(self, running: Sequence[Executor]) -> float:
         if any(executor.is_spout or executor.holding for executor in running):
