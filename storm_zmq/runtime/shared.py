@@ -60,10 +60,10 @@ the interpreter's lock while another thread of the worker runs Python, nor being
 preempted by another process, counts. Both happen to a bolt that computes: beside a
 `SparkSpout` (its JVM busy on every CPU, the spout's own thread unpickling rows), the
 split and count bolts were 51-72 % off their thread's CPU clock and left the shared
-thread, which by this clock they do not. Only turns of `WATCH_AFTER` or longer are
-timed on it (a read costs about 2 µs and keeps the interpreter's lock: one that let
-go of it took 50 µs on average in a busy worker), and only once a turn of the
-executor took that long.
+thread, which by this clock they do not. An executor's turns are timed on it (a read
+costs about 2 µs and keeps the interpreter's lock: one that let go of it took 50 µs
+on average in a busy worker) only from a turn of `WATCH_AFTER` or longer on, until
+`WATCH_WINDOW` of them is judged.
 
 A component that raises kills the worker as with threads: the thread reports it with
 its traceback and stops. Stopping: the thread ends when every executor still in it
