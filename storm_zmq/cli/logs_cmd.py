@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import re
+import signal
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -278,10 +280,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             printer.tail(worker)
         if not args.follow:
             return 0 if printer.states or not workers else 1
+        # Ctrl-C (SIGINT) sets a flag the loop checks, by a handler of our own:
+        # Python raises KeyboardInterrupt only if it started with SIGINT at its
+        # default, and a shell without job control starts a background command
+        # with SIGINT ignored (the suite saw `logs -f` go on after SIGINT). A flag
+        # also ends the follow between polls, never inside a kazoo or HTTP call.
+        stopping = threading.Event()
+        previous = signal.signal(signal.SIGINT, lambda *_: stopping.set())
         try:
             refreshed = time.monotonic()
-            while True:
-                time.sleep(FOLLOW_INTERVAL)  # the poll period, not a synchronisation
+            while not stopping.wait(FOLLOW_INTERVAL):  # the poll period
                 if time.monotonic() - refreshed >= REFRESH_INTERVAL:
                     refreshed = time.monotonic()
                     try:
@@ -290,6 +298,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
                         print(f"cannot re-read the assignment ({exc}); following the "
                               "workers known", file=err)
                 for worker in workers:
+                    if stopping.is_set():
+                        break
                     printer.poll(worker)
-        except KeyboardInterrupt:
-            return 0
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        return 0
