@@ -7,12 +7,21 @@ The real ZooKeeper server is one per session for the whole suite
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
 
 import pytest
 
 pytest_plugins = ["tests.zk_fixtures"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite stopped with SIGTERM (`kill`, a CI job's timeout) stops as on Ctrl-C:
+    pytest then runs the teardowns and `finally` blocks that stop the ZooKeeper
+    server, cluster daemons and workers the tests started. Killed outright, it left
+    them running, using CPU that skewed the next benchmark."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
