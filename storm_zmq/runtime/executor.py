@@ -413,10 +413,23 @@ class Executor(threading.Thread):
 
     def finish(self) -> None:
         """After the loop: flush, Storm's `cleanup()` hook (runs even if output
-        cannot be flushed), flush what it emitted."""
+        cannot be flushed), flush what it emitted.
+
+        What a component emits in `cleanup()` is flushed, but every executor stops
+        at once, so its consumers may already be gone; Storm does not promise such
+        tuples either. That is said in a warning rather than left to be found
+        missing: state is kept by writing it out from `cleanup()`, not by emitting it."""
         self._flush_unless_closed()
-        for component in self.components.values():
+        for task, component in self.components.items():
+            emitted = self.emitted
             component.cleanup()
+            if self.emitted != emitted:
+                log.warning(
+                    "component %r task %d emitted %d tuple(s) in cleanup(): the topology is "
+                    "stopping, and they are delivered only to consumers that have not stopped "
+                    "yet (write final state out from cleanup() instead)",
+                    self.component, task, self.emitted - emitted,
+                )
         self._flush_unless_closed()
 
     def report_failure(self, exc: BaseException) -> None:
@@ -435,6 +448,10 @@ class Executor(threading.Thread):
             self.flush()
             self._release_held(stopping=True)
         except QueueClosed:  # shutting down and nobody takes it any more: dropped
+            dropped = self._buffered + self._held.tuples
+            if dropped:
+                log.warning("component %r: %d tuple(s) not delivered while stopping: their "
+                            "consumers had stopped", self.component, dropped)
             self._out_local.clear()
             self._out_remote.clear()
             self._buffered = 0

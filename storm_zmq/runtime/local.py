@@ -31,6 +31,9 @@ from storm_zmq.topology import load_topology
 
 READY_TIMEOUT = 120.0
 PROGRESS_INTERVAL = 2.0
+#: A drain still going after this long is announced (it may take up to
+#: topology.message.timeout.secs).
+DRAIN_NOTICE_SECS = 2.0
 
 
 class RunError(Exception):
@@ -152,6 +155,9 @@ class _Runner:
         self.pipes: list[Any] = []
         self.interrupted = False
         self.error: str | None = None
+        # a worker prints its failure, traceback and all, to the stderr it shares
+        # with this process before reporting it: then one line here is enough
+        self.error_printed = False
         self.stopped: set[int] = set()
 
     def run(self) -> RunResult:
@@ -228,29 +234,52 @@ class _Runner:
     def _stop_gracefully(self, reason: str) -> RunResult:
         self._broadcast("deactivate")
         timeout = float(self.conf["topology.message.timeout.secs"])
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         # Drained when two rounds of reports, each sent after the previous check,
         # show nothing pending and nothing queued anywhere.
         quiet_rounds = 0
-        since = time.monotonic()
-        while time.monotonic() < deadline and quiet_rounds < 2:
+        since = started
+        noticed = False
+        interrupted = self.interrupted  # a Ctrl-C from now on ends the wait
+        while quiet_rounds < 2:
             if self._poll(0.1):
-                return self._finish(1, "a component failed")
+                return self._finish(1, f"{reason}, then a component failed while stopping")
+            now = time.monotonic()
+            if now >= deadline or self.interrupted != interrupted:
+                self._say_undrained(now - started)
+                break
             if self.stats.reported_since(since):
                 quiet_rounds = quiet_rounds + 1 if self.stats.drained() else 0
                 since = time.monotonic()
+            if not noticed and now - started >= DRAIN_NOTICE_SECS:
+                noticed = True  # a long drain is said, not left to look like a hang
+                pending, queued = self.stats.backlog()
+                print(f"draining: {pending:,} tuple tree(s) pending, {queued:,} tuple(s) queued; "
+                      f"waiting up to {timeout:g} s (topology.message.timeout.secs; "
+                      "Ctrl-C to stop waiting)", file=sys.stderr, flush=True)
         self._broadcast("stop")
         deadline = time.monotonic() + 30
         while len(self.stopped) < len(self.processes) and time.monotonic() < deadline:
             if self._poll(0.1):
-                return self._finish(1, "a component failed")
+                return self._finish(1, f"{reason}, then a component failed while stopping")
             if all(not p.is_alive() for p in self.processes):
                 break
         return self._finish(0, reason)
 
+    def _say_undrained(self, waited: float) -> None:
+        pending, queued = self.stats.backlog()
+        if pending or queued:
+            print(f"stopping with {pending:,} tuple tree(s) pending and {queued:,} tuple(s) "
+                  f"queued after draining {waited:.0f} s: they were neither acked nor failed",
+                  file=sys.stderr, flush=True)
+
     def _finish(self, code: int, reason: str) -> RunResult:
         if self.error:
-            print(f"error: {self.error}", file=sys.stderr)
+            error = self.error
+            if self.error_printed:
+                error = error.splitlines()[0].rstrip(":") + " (traceback above)"
+            print(f"error: {error}", file=sys.stderr)
         self._broadcast("stop")
         for process in self.processes:
             process.join(10)
@@ -286,7 +315,8 @@ class _Runner:
                 if kind == "stopped":
                     self.stopped.add(index)
             elif kind == "error":
-                self.error = message[2]
+                self.error = f"worker {index}: {message[2]}"
+                self.error_printed = True
                 return True
         return False
 

@@ -60,10 +60,15 @@ class RunStats:
         )
 
     def drained(self) -> bool:
+        return self.backlog() == (0, 0)
+
+    def backlog(self) -> tuple[int, int]:
+        """(tuple trees pending at the spouts, tuples queued anywhere) as last reported."""
         totals = self.totals()
-        return all(t["pending"] == 0 and t["queued"] == 0 for t in totals.values()) and all(
-            r.get("transfer_queued", 0) == 0 for r in self.latest.values()
-        )
+        pending = sum(t["pending"] for t in totals.values())
+        queued = sum(t["queued"] for t in totals.values()) + sum(
+            r.get("transfer_queued", 0) for r in self.latest.values())
+        return pending, queued
 
     def percentile(self, fraction: float) -> float | None:
         if not self.latencies_ms:

@@ -78,6 +78,17 @@ class WorkerThreadFailed(Exception):
     """One of a worker's own threads raised (a bug, not a user's mistake)."""
 
 
+class WorkerStopTimedOut(Exception):
+    """Executors still running when the worker had to exit."""
+
+
+def _describe_runner(runner: threading.Thread) -> str:
+    if isinstance(runner, SharedExecutorThread):
+        components = sorted({executor.component for executor in runner.executors})
+        return f"the shared executor thread (components {', '.join(map(repr, components))})"
+    return f"component {getattr(runner, 'component', runner.name)!r}'s executor"
+
+
 def _arity_error(values: Sequence[Any], stream: str, component: str, arity: int) -> MalformedTuple:
     return MalformedTuple(
         f"{len(values)} values on stream {stream!r} of {component!r}, which has {arity} fields"
@@ -431,6 +442,7 @@ class Worker:
         self.assignment = Assignment.from_dict(spec["assignment"])
         self.server: Connection | None = None
         self.clients: dict[int, Connection] = {}
+        self._failure_reported = False  # a worker reports its (first) failure once
         # the reverse channel: backpressure statuses to every peer, from their own
         # thread and connections, so that they never wait behind data
         self._status_out: queue.SimpleQueue[bytes] = queue.SimpleQueue()
@@ -479,7 +491,8 @@ class Worker:
         tune_gc()
         self.control.ready(self.index)
         code = self._main_loop()
-        self._shutdown(threads)
+        if not self._shutdown(threads) and code == 0:
+            code = 1
         return code
 
     # -- main thread ----------------------------------------------------------------
@@ -598,15 +611,29 @@ class Worker:
         }
 
     def _die(self) -> int:
+        # the counts so far first: a failure before the first report would leave
+        # the run's summary at zero
+        try:
+            self.control.report_stats(self.index, self.stats())
+        except Exception:  # the report is a courtesy; the failure is what matters
+            log.exception("worker %d: no final report", self.index)
+        self._report_failure()
+        return 1
+
+    def _report_failure(self) -> None:
+        if self._failure_reported:
+            return
+        self._failure_reported = True
         text = str(self.state.failures[0])
         print(f"worker {self.index} (port {self.assignment.workers[self.index].port}): {text}",
               file=sys.stderr, flush=True)
         self.control.report_error(self.index, text)
-        return 1
 
-    def _shutdown(self, threads: list[threading.Thread]) -> None:
+    def _shutdown(self, threads: list[threading.Thread]) -> bool:
         """Stop executors (each flushes and runs cleanup), then drain the transfer
-        queue to the network, then close the transport."""
+        queue to the network, then close the transport. False when a component
+        raised while stopping (in `cleanup()`, say): reported as any failure is,
+        before the final report, so that the run does not end as if all went well."""
         for executor in self.executors:
             executor.stop_requested.set()
         # A short grace to finish the batch in hand and run cleanup(); then
@@ -619,6 +646,13 @@ class Worker:
         deadline = time.monotonic() + 10
         for runner in self._executor_threads():
             runner.join(max(0.0, deadline - time.monotonic()))
+        stuck = [_describe_runner(runner) for runner in self._executor_threads() if runner.is_alive()]
+        if stuck:  # the process ends without them: say so rather than exit as if clean
+            self.state.failures.append(WorkerStopTimedOut(
+                f"{'; '.join(stuck)} did not stop within 12 s of being told to, so their "
+                "components' cleanup() has not run (blocked in process(), next_tuple() or "
+                "cleanup()?)"))
+            self.state.failed.set()
         for thread in threads:
             thread.join(max(0.1, deadline - time.monotonic()))
         final = self.stats()
@@ -627,7 +661,11 @@ class Worker:
         if self.server is not None:
             self.server.close()
         self.context.term()
+        failed = self.state.failed.is_set()
+        if failed:
+            self._report_failure()
         self.control.stopped(self.index, final)
+        return not failed
 
     def _executor_threads(self) -> list[threading.Thread]:
         """The threads that run executors now: a shared thread's executors that

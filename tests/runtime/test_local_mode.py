@@ -152,6 +152,54 @@ def test_a_component_that_raises_stops_the_run_with_its_traceback(
     assert "component 'crash' task" in result.stderr
     assert "ZeroDivisionError: the bolt divided by zero on purpose" in result.stderr
     assert "Traceback" in result.stderr and "components.py" in result.stderr
+    # once: the worker prints it, the runner's closing line refers to it
+    assert result.stderr.count("ZeroDivisionError: the bolt divided by zero on purpose") == 1
+    assert "(traceback above)" in result.stderr
+    # the summary counts what ran before the failure, though no report was due yet
+    (crash,) = [line.split() for line in result.stdout.splitlines() if line.startswith("  crash ")]
+    assert int(crash[2]) == 5, result.stdout  # executed: ids 0-4, then 5 raised
+
+
+def test_a_cleanup_that_raises_fails_the_run_with_its_traceback(tmp_path: Path) -> None:
+    result = run("cleanup.py", tmp_path, "-o", "test.count=50", "-o", "test.cleanup=raise")
+    assert "every spout is exhausted" in result.stdout
+    assert result.returncode == 1, result.stderr
+    assert "component 'cleaner' task" in result.stderr
+    assert result.stderr.count("RuntimeError: cleanup failed on purpose") == 1, result.stderr
+
+
+def test_emits_in_cleanup_are_flushed_with_a_warning(tmp_path: Path) -> None:
+    result = run("cleanup.py", tmp_path, "-o", "test.count=50", "-o", "test.cleanup=emit")
+    assert result.returncode == 0, result.stderr
+    assert "component 'cleaner' task" in result.stderr
+    assert "emitted 1 tuple(s) in cleanup()" in result.stderr
+
+
+def test_a_long_drain_says_what_it_waits_for_and_ctrl_c_ends_it(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    command = [
+        sys.executable, "-m", "storm_zmq.cli.main", "run", str(PROJECT / "topologies" / "cleanup.py"),
+        "-t", "1", "-q", "-o", f"supervisor.slots.ports={[free_port()]}",
+        "-o", f"test.output_dir={tmp_path}", "-o", "test.count=20", "-o", "test.hold=true",
+        "-o", "topology.message.timeout.secs=300",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True, cwd=tmp_path)
+    assert process.stderr is not None
+    seen = []
+    for line in process.stderr:  # no un-acked tree completes: the drain waits
+        seen.append(line)
+        if line.startswith("draining:"):
+            break
+    assert seen and seen[-1].startswith("draining: 20 tuple tree(s) pending"), seen
+    assert "waiting up to 300 s" in seen[-1]
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert "stopping with 20 tuple tree(s) pending" in stderr
+    assert "ran 1 s" in stdout
 
 
 def test_an_unserializable_value_names_component_stream_and_type(tmp_path: Path) -> None:

@@ -261,3 +261,25 @@ class OrderSinkBolt(Bolt):
 
     def cleanup(self):
         write_output(self.conf, f"order-{self.task}.json", {"port": self.port, "seen": self.seen})
+
+
+class CleanupBolt(Bolt):
+    """What a bolt may do as the run stops: with test.cleanup "raise" its cleanup()
+    raises, with "emit" it emits its count there; test.hold keeps every input
+    un-acked, so that the stop's drain waits for the message timeout."""
+
+    outputs = ["count"]
+
+    def initialize(self, conf, ctx):
+        self.mode = conf.get("test.cleanup")
+        self.auto_ack = not conf.get("test.hold", False)
+        self.count = 0
+
+    def process(self, tup):
+        self.count += 1
+
+    def cleanup(self):
+        if self.mode == "raise":
+            raise RuntimeError("cleanup failed on purpose")
+        if self.mode == "emit":
+            self.emit([self.count])
