@@ -68,6 +68,31 @@ class Collector(Protocol):
     def report_exhausted(self) -> None: ...
 
 
+TRACE = 5  # Storm's TRACE, below logging.DEBUG
+if logging.getLevelName(TRACE) == f"Level {TRACE}":
+    logging.addLevelName(TRACE, "TRACE")
+
+_LOG_LEVELS = {
+    "trace": TRACE,
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+
+
+def _log_level(level: Any) -> int:
+    """pystorm's level names (case-insensitive) to a `logging` level; an unknown
+    level is info, so `log()` never raises for its level."""
+    if isinstance(level, int) and not isinstance(level, bool):
+        return level
+    if isinstance(level, str):
+        return _LOG_LEVELS.get(level.lower(), logging.INFO)
+    return logging.INFO
+
+
 class Component:
     """Base of spouts and bolts. Subclasses set `outputs` (field names for the
     default stream, or `Stream` objects) and override the hooks."""
@@ -98,9 +123,12 @@ class Component:
         assert self._collector is not None, "component is not running"
         self._collector.report_error(exc, tup)
 
-    def log(self, message: str, level: str | None = None) -> None:
-        """pystorm's log(); prefer `self.logger`."""
-        self.logger.log(logging.getLevelName((level or "info").upper()), message)
+    def log(self, message: str, level: str | int | None = None) -> None:
+        """pystorm's log(); prefer `self.logger`. `level` is one of pystorm's names,
+        any case: trace (`TRACE`, 5, below debug), debug, info, warn or warning,
+        error, critical; any other value logs at info, as in pystorm. A `logging`
+        level number is taken as is."""
+        self.logger.log(_log_level(level), message)
 
     @classmethod
     def spec(cls, *args: Any, **kwargs: Any) -> ComponentSpec:

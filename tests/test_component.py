@@ -3,6 +3,7 @@ harness of storm_zmq.testing."""
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from typing import Any
 
@@ -676,6 +677,31 @@ def test_log_uses_the_component_logger(caplog: pytest.LogCaptureFixture) -> None
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("INFO", "hello"), ("WARNING", "careful")
     ]
+
+
+def test_log_takes_pystorm_level_names_and_never_raises(caplog: pytest.LogCaptureFixture) -> None:
+    # pystorm's names, any case; an unknown level is info (pystorm's fallback).
+    bolt = SplitBolt(name="leveled")
+    with caplog.at_level(1, logger="storm_zmq.component.leveled"):
+        for level in ("trace", "DEBUG", "Info", "warn", "WARNING", "error", "critical",
+                      "verbose", "", None, logging.ERROR, 3.5):
+            bolt.log(f"at {level!r}", level=level)  # type: ignore[arg-type]
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (5, "at 'trace'"), (logging.DEBUG, "at 'DEBUG'"), (logging.INFO, "at 'Info'"),
+        (logging.WARNING, "at 'warn'"), (logging.WARNING, "at 'WARNING'"),
+        (logging.ERROR, "at 'error'"), (logging.CRITICAL, "at 'critical'"),
+        (logging.INFO, "at 'verbose'"), (logging.INFO, "at ''"), (logging.INFO, "at None"),
+        (logging.ERROR, "at 40"), (logging.INFO, "at 3.5"),
+    ]
+    assert caplog.records[0].levelname == "TRACE"
+
+
+def test_trace_is_below_debug(caplog: pytest.LogCaptureFixture) -> None:
+    bolt = SplitBolt(name="tracer")
+    with caplog.at_level("DEBUG", logger="storm_zmq.component.tracer"):
+        bolt.log("hidden", level="trace")
+        bolt.log("shown", level="debug")
+    assert [r.getMessage() for r in caplog.records] == ["shown"]
 
 
 def test_spec_builds_component_specs() -> None:
