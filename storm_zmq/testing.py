@@ -4,9 +4,15 @@ pystorm's auto-ack/anchor/fail, through a recording collector.
 
     from storm_zmq.testing import BoltHarness
     harness = BoltHarness(WordCountBolt)
-    harness.process(["dog"])
+    harness.process(["dog"], fields=["word"])
     assert harness.emitted_values() == [["dog", 1]]
-    assert harness.acked == [harness.inputs[0]]
+    assert harness.acked == harness.inputs
+
+(`fields` names the input tuple's values, so `tup.values.word` works; without it
+they are `field0`, `field1`, ...). A `BatchingBolt` processes its batches on
+`harness.tick()`, as on tick tuples in a worker; a `TicklessBatchingBolt` ignores
+ticks, as in a worker, and `harness.flush_batches()` processes its batches as its
+`secs_between_batches` timer would.
 
 Every emit is also serialized as it would be between workers
 (`topology.testing.always.try.serialize`, on by default here), so a value msgpack
@@ -16,12 +22,21 @@ cannot carry raises `SerializationError` naming component, stream and type.
 from __future__ import annotations
 
 import itertools
+import time
 from collections import namedtuple
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from storm_zmq.component import SYSTEM_COMPONENT, TICK_STREAM, Bolt, Spout, Tuple
+from storm_zmq.component import (
+    SYSTEM_COMPONENT,
+    TICK_STREAM,
+    BatchingBolt,
+    Bolt,
+    Spout,
+    TicklessBatchingBolt,
+    Tuple,
+)
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.serialization import encode_tuple
 
@@ -128,8 +143,24 @@ class BoltHarness(_Harness):
         """Deliver one tick tuple (BatchingBolt flushes its batches on ticks). The
         runtime sends them only with `topology.tick.tuple.freq.secs` set (topology
         or component config): without it a BatchingBolt that passes here never
-        flushes in a real topology."""
+        flushes in a real topology. A TicklessBatchingBolt only gets `process_tick`,
+        as in a worker: flush it with `flush_batches()`."""
         self.component._run_tick(Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, -1, (freq_secs,)))
+
+    def flush_batches(self) -> None:
+        """Process a batching bolt's batches now, then ack them (auto_ack), without a
+        tick tuple: for a TicklessBatchingBolt as its `secs_between_batches` timer
+        would (the timer restarts), for a BatchingBolt as its
+        `ticks_between_batches`-th tick would, without `process_tick` (the tick count
+        restarts). Any other bolt raises TypeError."""
+        bolt = self.component
+        if isinstance(bolt, TicklessBatchingBolt):
+            bolt._maybe_flush(max(time.monotonic(), bolt._next_flush))
+        elif isinstance(bolt, BatchingBolt):
+            bolt._ticks = 0
+            bolt.process_batches()
+        else:
+            raise TypeError(f"{type(bolt).__name__} is not a BatchingBolt: it has no batches to flush")
 
 
 class SpoutHarness(_Harness):

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import textwrap
+import time
+from collections import Counter
 from typing import Any
 
 import pytest
 
-from storm_zmq.component import SYSTEM_COMPONENT, TICK_STREAM, Bolt, Spout, Tuple
+import storm_zmq.testing
+from storm_zmq.component import (
+    SYSTEM_COMPONENT,
+    TICK_STREAM,
+    BatchingBolt,
+    Bolt,
+    Spout,
+    TicklessBatchingBolt,
+    Tuple,
+)
 from storm_zmq.config import DEFAULTS
 from storm_zmq.testing import BoltHarness, Emit, SpoutHarness
 from storm_zmq.topology import Stream
@@ -206,3 +218,78 @@ def test_an_unserializable_emit_fails_in_the_harness_as_it_would_between_workers
     relaxed = BoltHarness(EchoBolt, conf={"topology.testing.always.try.serialize": False})
     relaxed.process([{1, 2}])
     assert relaxed.emitted_values() == [[{1, 2}], [{1, 2}, 2]]
+
+
+class WordCountBolt(Bolt):  # the module docstring's (and README's) example bolt
+    outputs = ["word", "count"]
+
+    def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def process(self, tup: Tuple) -> None:
+        word = tup.values.word
+        self.counts[word] += 1
+        self.emit([word, self.counts[word]])
+
+
+def test_the_module_docstring_example_runs_as_written() -> None:
+    doc = storm_zmq.testing.__doc__ or ""
+    lines = doc.split("\n\n")[1]  # the indented example after the first paragraph
+    example = textwrap.dedent(lines)
+    assert "harness.process(" in example
+    exec(compile(example, "storm_zmq.testing docstring", "exec"), {"WordCountBolt": WordCountBolt})
+
+
+class Batcher(BatchingBolt):
+    outputs = ["key", "n"]
+    ticks_between_batches = 2
+
+    def group_key(self, tup: Tuple) -> Any:
+        return tup.values[0]
+
+    def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+        self.emit([key, len(tups)])
+
+
+class TicklessBatcher(TicklessBatchingBolt):
+    outputs = ["key", "n"]
+    secs_between_batches = 3600.0  # never by time during the test
+
+    def group_key(self, tup: Tuple) -> Any:
+        return tup.values[0]
+
+    def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+        self.emit([key, len(tups)])
+
+
+def test_flush_batches_processes_a_tickless_batching_bolts_batches() -> None:
+    h = BoltHarness(TicklessBatcher)
+    for word in ["a", "b", "a"]:
+        h.process([word])
+    h.tick()  # ignored by a TicklessBatchingBolt, as in a worker
+    assert h.emits == [] and h.acked == []
+    h.flush_batches()
+    assert h.emitted_values() == [["a", 2], ["b", 1]]
+    assert sorted(t.id for t in h.acked) == sorted(t.id for t in h.inputs)
+    assert all(e.anchors for e in h.emits)  # anchored to their batch
+    assert h.component._next_flush > time.monotonic() + 3000  # the timer restarted
+    h.flush_batches()  # nothing batched: nothing happens
+    assert len(h.emits) == 2
+
+
+def test_flush_batches_processes_a_batching_bolts_batches_without_a_tick() -> None:
+    h = BoltHarness(Batcher)
+    h.process(["a"])
+    h.tick()  # 1 of ticks_between_batches = 2
+    h.flush_batches()
+    assert h.emitted_values() == [["a", 1]] and h.acked == h.inputs
+    h.process(["b"])
+    h.tick()  # the tick count restarted with the flush: still 1 of 2
+    assert h.emitted_values() == [["a", 1]]
+    h.tick()
+    assert h.emitted_values() == [["a", 1], ["b", 1]]
+
+
+def test_flush_batches_refuses_a_bolt_without_batches() -> None:
+    with pytest.raises(TypeError, match="not a BatchingBolt"):
+        BoltHarness(EchoBolt).flush_batches()
