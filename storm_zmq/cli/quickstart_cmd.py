@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 from dataclasses import dataclass
 from importlib import resources
 from importlib.abc import Traversable
@@ -78,15 +79,49 @@ def create_project(name: str, parent: Path) -> Path:
     """Write project `name` into ``parent/name`` (which must not exist or be empty)."""
     files = render_project(name)
     directory = parent / name
-    if directory.exists() and not directory.is_dir():
-        raise UsageError(f"cannot create project {name!r}: {directory} is a file")
-    if directory.is_dir() and any(directory.iterdir()):
-        raise UsageError(f"cannot create project {name!r}: {directory} exists and is not empty")
-    for file in files:
-        target = directory / file.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(file.text)
+    try:
+        existed = directory.exists()
+        if existed and not directory.is_dir():
+            raise UsageError(f"cannot create project {name!r}: {directory} is a file")
+        if existed and any(directory.iterdir()):
+            raise UsageError(f"cannot create project {name!r}: {directory} exists and is not empty")
+    except OSError as exc:
+        raise UsageError(_os_error_message(name, directory, exc)) from None
+    try:
+        for file in files:
+            target = directory / file.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(file.text)
+    except OSError as exc:
+        _remove_partial_project(directory, existed)
+        raise UsageError(_os_error_message(name, directory, exc)) from None
     return directory
+
+
+def _os_error_message(name: str, directory: Path, exc: OSError) -> str:
+    """One line: the path that failed and why (``No such file or directory``, ...)."""
+    where = "" if exc.filename in (None, str(directory)) else f"{exc.filename}: "
+    return f"cannot create project {name!r} in {directory}: {where}{exc.strerror or exc}"
+
+
+def _remove_partial_project(directory: Path, existed: bool) -> None:
+    """Undo a failed `create_project`: it wrote only into `directory`, which was
+    absent or empty before, so everything in it is the failed project's."""
+    if not existed:
+        shutil.rmtree(directory, ignore_errors=True)
+        return
+    try:
+        children = list(directory.iterdir())
+    except OSError:
+        return
+    for child in children:
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            try:
+                child.unlink(missing_ok=True)
+            except OSError:
+                pass
 
 
 def add_parser(subparsers: Any) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,6 +56,48 @@ def test_an_existing_empty_directory_is_used(tmp_path: Path) -> None:
     (tmp_path / "proj").mkdir()
     assert main(["quickstart", "proj", "-d", str(tmp_path)]) == 0
     assert (tmp_path / "proj" / "topologies" / "proj.py").is_file()
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_parent_it_cannot_write_is_one_line_naming_path_and_cause(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["quickstart", "proj", "-d", "/proc"]) == 2  # mkdir fails there, even as root
+    err = capsys.readouterr().err
+    assert err == "storm-zmq: error: cannot create project 'proj' in /proc/proj: No such file or directory\n"
+
+
+def _failing_write_text(monkeypatch: pytest.MonkeyPatch, after: int) -> None:
+    """Path.write_text succeeds `after` times, then raises as a full disk would."""
+    real = Path.write_text
+    calls = 0
+
+    def write_text(self: Path, *args: Any, **kwargs: Any) -> int:
+        nonlocal calls
+        calls += 1
+        if calls > after:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", write_text)
+
+
+def test_a_failed_write_leaves_no_half_written_project(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _failing_write_text(monkeypatch, after=3)
+    assert main(["quickstart", "proj", "-d", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"storm-zmq: error: cannot create project 'proj' in {tmp_path / 'proj'}: "
+                          f"{tmp_path / 'proj'}/")
+    assert err.endswith(": No space left on device\n") and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_write_into_an_existing_empty_directory_empties_it_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "proj").mkdir()
+    _failing_write_text(monkeypatch, after=3)
+    assert main(["quickstart", "proj", "-d", str(tmp_path)]) == 2
+    assert list((tmp_path / "proj").iterdir()) == []
 
 
 @pytest.mark.slow
