@@ -48,6 +48,8 @@ def load_topology(path: str | Path, name: str | None = None) -> type[Topology]:
     defines (``name`` picks one by topology or class name when it defines several).
     Raises :class:`TopologyError` for every failure."""
     file = Path(path).expanduser().resolve()
+    if file.is_dir():
+        raise TopologyError(f"{file} is a directory, not a topology file")
     if not file.is_file():
         raise TopologyError(f"topology file not found: {file}")
     project = project_dir(file)

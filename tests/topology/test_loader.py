@@ -108,8 +108,13 @@ def test_file_not_found(tmp_path: Path) -> None:
     missing = tmp_path / "topologies" / "nope.py"
     with pytest.raises(TopologyError, match=f"^topology file not found: {missing}$"):
         load_topology(missing)
-    with pytest.raises(TopologyError, match="topology file not found"):
-        load_topology(tmp_path)  # a directory
+
+
+def test_a_directory_is_named_as_one(tmp_path: Path) -> None:
+    (tmp_path / "topologies").mkdir()
+    with pytest.raises(TopologyError,
+                       match=f"^{tmp_path / 'topologies'} is a directory, not a topology file$"):
+        load_topology(tmp_path / "topologies")
 
 
 def test_exception_in_component_module(tmp_path: Path) -> None:
