@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from storm_zmq.component import (
     SYSTEM_COMPONENT,
     TICK_STREAM,
+    BatchingBolt,
     Bolt,
     Spout,
     TicklessBatchingBolt,
@@ -894,6 +895,14 @@ class BoltExecutor(Executor):
         # never make a drained queue look busy.
         self._tick_secs = self.worker.component_conf(self.component).get("topology.tick.tuple.freq.secs")
         self._next_tick = time.monotonic() + self._tick_secs if self._tick_secs else None
+        if not self._tick_secs and any(
+            isinstance(c, BatchingBolt) and not isinstance(c, TicklessBatchingBolt)
+            for c in self.components.values()
+        ):
+            log.warning(
+                "component %r is a BatchingBolt, which processes its batches on tick tuples, "
+                "but topology.tick.tuple.freq.secs is not set (topology or component config): "
+                "its batches will wait for ever (or use TicklessBatchingBolt)", self.component)
         self._until_sample = 0  # tuples to run before the next process-latency sample
         self._chunk_size = FIRST_CHUNK  # a shared thread's: input tuples of about STEP_SLICE
 

@@ -202,6 +202,14 @@ def test_a_long_drain_says_what_it_waits_for_and_ctrl_c_ends_it(tmp_path: Path) 
     assert "ran 1 s" in stdout
 
 
+def test_a_batching_bolt_without_ticks_is_warned_about(tmp_path: Path) -> None:
+    result = run("batching_without_ticks.py", tmp_path, "-o", "test.count=10",
+                 "-o", "topology.acker.executors=0")
+    assert result.returncode == 0, result.stderr
+    assert ("component 'batcher' is a BatchingBolt, which processes its batches on tick "
+            "tuples, but topology.tick.tuple.freq.secs is not set") in result.stderr
+
+
 def test_an_unserializable_value_names_component_stream_and_type(tmp_path: Path) -> None:
     result = run("unserializable.py", tmp_path, workers=2)
     assert result.returncode == 1
