@@ -23,9 +23,12 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    from storm_zmq.topology.definition import TopologyDefinition
 
 __all__ = [
     "DEFAULTS",
@@ -40,6 +43,7 @@ __all__ = [
     "parse_override",
     "read_yaml_file",
     "validate",
+    "validate_topology_conf",
 ]
 
 #: Origin recorded for a value that nobody set.
@@ -535,6 +539,20 @@ def validate(conf: Mapping[str, Any], origins: Mapping[str, str] | None = None) 
         transport_class(conf["storm.messaging.transport"])
     except TransportError as exc:
         raise fail("storm.messaging.transport", str(exc)) from exc
+
+
+def validate_topology_conf(conf: Mapping[str, Any], definition: TopologyDefinition) -> None:
+    """Validate `conf` (the topology's config already merged in) and, for each component
+    with its own ``config``, that conf with the component's config on top: what its
+    executors will read (`WorkerState.component_conf`). Both `storm-zmq run` and
+    `storm-zmq submit` call this, so a bad component key fails before any worker starts,
+    named by its component, instead of as a TypeError inside the runtime."""
+    origins = dict.fromkeys(definition.config, "topology config")
+    validate(conf, origins)
+    for name, component in definition.components.items():
+        if component.config:
+            component_origins = dict.fromkeys(component.config, f"component {name!r} config")
+            validate({**conf, **component.config}, {**origins, **component_origins})
 
 
 def check_value(setting: Setting, value: Any) -> str | None:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
-from storm_zmq.config import ConfigError, parse_override, validate
+from storm_zmq.config import ConfigError, parse_override, validate_topology_conf
 from storm_zmq.metrics.summary import TopologyLayout
 
 
@@ -195,7 +195,7 @@ def submit_topology(args: argparse.Namespace) -> int:
     overrides = dict(parse_override(text) for text in args.overrides)
     topology_conf = {**conf, **definition.config, **overrides}
     try:
-        validate(topology_conf, {key: "topology config" for key in definition.config})
+        validate_topology_conf(topology_conf, definition)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     name = args.name or definition.name

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from storm_zmq.config import ConfigError, validate
+from storm_zmq.config import ConfigError, validate_topology_conf
 from storm_zmq.messaging import TRANSPORT_ALIASES
 from storm_zmq.messaging.auth import TopologySecrets
 from storm_zmq.runtime.assignment import WorkerSlot, acker_executors, assign
@@ -81,7 +81,7 @@ def prepare_run(options: RunOptions) -> tuple[Any, dict[str, Any], int]:
     if options.debug:
         conf["topology.debug"] = True
     try:
-        validate(conf, {key: "topology config" for key in definition.config})
+        validate_topology_conf(conf, definition)
     except ConfigError as exc:
         raise RunError(str(exc)) from None
     _check_picklable(conf)

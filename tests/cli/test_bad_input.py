@@ -230,6 +230,63 @@ def test_a_topology_with_a_bad_config_value_names_the_key(
     one_error_line(err, *needles)
 
 
+COMPONENT_CONF_TOPOLOGY = (
+    "from storm_zmq import Bolt, Spout, Topology\n\n"
+    "class S(Spout):\n    outputs = ['x']\n\n    def next_tuple(self):\n        pass\n\n"
+    "class B(Bolt):\n    def process(self, tup):\n        pass\n\n"
+    "class CompConf(Topology):\n"
+    "    s = S.spec(config={spout_config})\n"
+    "    count_bolt = B.spec(inputs=[s], config={bolt_config})\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("spout_config", "bolt_config", "message"),
+    [
+        ("{}", "{'topology.tick.tuple.freq.secs': '1'}",
+         "component 'count_bolt' config: topology.tick.tuple.freq.secs: "
+         "expected an integer, got '1' (str)"),
+        ("{'topology.max.spout.pending': '10'}", "{}",
+         "component 's' config: topology.max.spout.pending: expected an integer, got '10' (str)"),
+        ("{}", "{'topology.tick.tuple.freq.sec': 1}",
+         "component 'count_bolt' config: topology.tick.tuple.freq.sec: unknown key; "
+         "did you mean topology.tick.tuple.freq.secs?"),
+    ],
+    ids=["wrong-type-bolt", "wrong-type-spout", "typo"],
+)
+@pytest.mark.parametrize("command", ["run", "submit"])
+def test_a_bad_component_config_is_refused_as_topology_config_is(
+    isolated: Path, command: str, spout_config: str, bolt_config: str, message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Bug: a component's own ``config=`` was never validated, so these crashed a worker
+    with a TypeError or (the typo) silently never ticked. They must fail before any
+    worker starts, naming the component; submit (no ZooKeeper here) before any write."""
+    path = isolated / "topologies" / "compconf.py"
+    path.parent.mkdir()
+    path.write_text(COMPONENT_CONF_TOPOLOGY.format(spout_config=spout_config,
+                                                   bolt_config=bolt_config))
+    limit = ["-t", "5"] if command == "run" else []  # unfixed, the typo case runs on
+    code, out, err = run_in_process([command, str(path), *limit], capsys)
+    assert code == 2, out
+    assert one_error_line(err, message) == f"storm-zmq: error: {message}"
+
+
+def test_component_config_keeps_user_keys_as_topology_config_does(
+    isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Unknown keys outside storm.* / topology.* (the user's own, as ``test.count``) pass
+    in a component's config exactly as in the topology's: the run proceeds."""
+    path = isolated / "topologies" / "compconf.py"
+    path.parent.mkdir()
+    path.write_text(COMPONENT_CONF_TOPOLOGY.format(
+        spout_config="{'my.rate': 'fast', 'topology.max.spout.pending': 10}",
+        bolt_config="{'test.count': 3, 'topology.tick.tuple.freq.secs': 1}"))
+    argv = ["run", str(path), "-t", "1", "-q", "-o", f"supervisor.slots.ports=[{free_port()}]"]
+    code, out, err = run_in_process(argv, capsys)
+    assert code == 0, err
+
+
 # -- real processes: busy ports and a component that fails while others started ---------------
 
 
