@@ -8,13 +8,15 @@ tuple created by one thread on one core and processed by the next on another is
 fetched across caches. Pinned to one CPU the same worker counted 17-38 % more
 words per second, and two workers' p99 complete latency at half load was lower
 in five of six pairs (docs/benchmarks.md, sessions 4 and 12). The CPU is the
-position of the worker's port among its host's worker ports
-(`supervisor.slots.ports` under a supervisor, the run's ports in local mode) in
-the CPUs the process may use, so the workers of one host spread over its cores,
-one each. A host with more worker ports than CPUs pins nothing: workers that must
-share cores do better where the kernel can move them. What a pinned worker starts
-inherits its CPU, so a child that needs cores of its own (a local Spark's JVM) is
-started inside `unpinned()`.
+position of the worker's slot among its host's worker slots in the CPUs the
+process may use, so the workers of one host spread over its cores, one each. In
+local mode the host's slots are the run's ports. Under a supervisor they are the
+slot ports of every supervisor registered in ZooKeeper from the same machine
+(`host_slots`, read when the supervisor launches the worker): two supervisors on
+one host get different CPUs, not the first CPU each. A host with more worker
+slots than CPUs pins nothing: workers that must share cores do better where the
+kernel can move them. What a pinned worker starts inherits its CPU, so a child
+that needs cores of its own (a local Spark's JVM) is started inside `unpinned()`.
 
 Garbage collection.
 
@@ -42,7 +44,7 @@ import gc
 import logging
 import os
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -55,42 +57,84 @@ FULL_COLLECTION_INTERVAL = 60.0
 _cpus_before_pinning: frozenset[int] | None = None
 
 
+#: What a supervisor sets in the conf of each worker it launches: ``[position, count]``,
+#: the worker's slot among its host's worker slots (`host_slots`), for `pin_worker`.
+HOST_SLOT_KEY = "worker.host.slot"
+
+
+def slot_cpu(position: int, slots: int, cpus: Collection[int]) -> int | None:
+    """The CPU for the worker in slot `position` of a host's `slots` worker slots: that
+    position in the sorted allowed `cpus`; None when there is no CPU to give each slot
+    one of its own, i.e. when the slots outnumber `cpus`."""
+    if not cpus or slots > len(cpus):
+        return None
+    return sorted(cpus)[position % len(cpus)]
+
+
 def worker_cpu(port: int, host_ports: Sequence[int], cpus: Collection[int]) -> int | None:
     """The CPU for the worker on `port`: its position among `host_ports` (by port
     number if the port is not among them) in the sorted allowed `cpus`; None when
     there is no CPU to give it one of its own, i.e. when `host_ports` outnumber `cpus`."""
-    if not cpus or len(host_ports) > len(cpus):
-        return None
     ports = list(host_ports)
-    position = ports.index(port) if port in ports else port
-    return sorted(cpus)[position % len(cpus)]
+    return slot_cpu(ports.index(port) if port in ports else port, len(ports), cpus)
+
+
+def host_slots(supervisor_id: str, ports: Sequence[int], machine: str,
+               supervisors: Mapping[str, Mapping[str, Any]]) -> list[tuple[int, str]]:
+    """The worker slots of the host of supervisor `supervisor_id` (its own slot
+    `ports`), in order: (port, supervisor id) for its own ports and for those of every
+    other supervisor in `supervisors` (id -> its ZooKeeper registration) whose
+    "hostname" (the machine's name; "host" in a registration without it) is `machine`.
+    A pair rather than the port alone, so that supervisors on one machine with the
+    same ports (each in its own network namespace) still get slots of their own."""
+    slots = {(int(port), supervisor_id) for port in ports}
+    for other, info in supervisors.items():
+        if other != supervisor_id and (info.get("hostname") or info.get("host")) == machine:
+            slots.update((int(port), other) for port in info.get("ports") or ())
+    return sorted(slots)
+
+
+def host_slot(supervisor_id: str, port: int, slots: Sequence[tuple[int, str]]) -> list[int]:
+    """``[position, count]`` of the worker on `port` of `supervisor_id` among its host's
+    `slots` (`host_slots`): what a supervisor puts under `HOST_SLOT_KEY`."""
+    ordered = list(slots)
+    return [ordered.index((port, supervisor_id)), len(ordered)]
 
 
 def pin_worker(conf: dict[str, Any], port: int, host_ports: Sequence[int] | None = None) -> int | None:
     """Pin this thread, and every thread it starts from now on, to the worker's CPU
     when `worker.cpu.pinning` is on; call before the worker starts its threads.
-    `host_ports` are the ports of every worker this host may run (default:
-    `supervisor.slots.ports`; a local run passes its own). Returns the CPU, or None
-    when pinning is off, the host has more worker ports than CPUs, or the platform
-    cannot do it."""
+    `host_ports` are the ports of every worker this host may run (a local run passes
+    its own); without them the worker's slot is `HOST_SLOT_KEY` in `conf` (set by its
+    supervisor), else its port among `supervisor.slots.ports`. Returns the CPU, or
+    None when pinning is off, the host has more worker slots than CPUs, or the
+    platform cannot do it."""
     global _cpus_before_pinning
     if not conf.get("worker.cpu.pinning"):
         return None
-    ports = list(host_ports if host_ports is not None else conf.get("supervisor.slots.ports") or ())
+    slot = conf.get(HOST_SLOT_KEY) if host_ports is None else None
+    if slot:
+        position, count = int(slot[0]), int(slot[1])
+    else:
+        ports = list(host_ports if host_ports is not None
+                     else conf.get("supervisor.slots.ports") or ())
+        position = ports.index(port) if port in ports else port
+        count = len(ports)
     try:
         allowed = os.sched_getaffinity(0)
-        cpu = worker_cpu(port, ports, allowed)
+        cpu = slot_cpu(position, count, allowed)
         if cpu is None:
             log.info("worker on port %d not pinned: %d worker ports on this host, %d CPUs "
                      "(worker.cpu.pinning gives each worker a CPU of its own)",
-                     port, len(ports), len(allowed))
+                     port, count, len(allowed))
             return None
         os.sched_setaffinity(0, {cpu})
     except (AttributeError, OSError) as exc:  # not Linux, or not allowed
         log.warning("worker.cpu.pinning: could not pin the worker on port %d: %s", port, exc)
         return None
     _cpus_before_pinning = frozenset(allowed)
-    log.info("worker on port %d pinned to CPU %s (worker.cpu.pinning)", port, cpu)
+    log.info("worker on port %d pinned to CPU %s (worker.cpu.pinning: %d worker ports on "
+             "this host, %d CPUs)", port, cpu, count, len(allowed))
     return cpu
 
 

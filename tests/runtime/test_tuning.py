@@ -15,7 +15,7 @@ import pytest
 
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.local import RunOptions, run_local
-from storm_zmq.runtime.tuning import worker_cpu
+from storm_zmq.runtime.tuning import HOST_SLOT_KEY, host_slot, host_slots, slot_cpu, worker_cpu
 from tests.messaging.conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,6 +36,53 @@ def test_no_worker_is_pinned_where_the_host_has_more_worker_ports_than_cpus() ->
     ports = [6700, 6701, 6702, 6703]
     assert [worker_cpu(p, ports, {0, 1}) for p in ports] == [None] * 4
     assert worker_cpu(6700, [6700], {4}) == 4
+
+
+def _cpus_of_slots(supervisors: dict[str, dict[str, Any]], machine: str,
+                   cpus: set[int]) -> dict[tuple[str, int], int | None]:
+    """(supervisor, port) -> CPU, for every supervisor on `machine`, as each one's
+    launches would choose it with every registration in `supervisors` known."""
+    chosen = {}
+    for supervisor, info in supervisors.items():
+        if info["hostname"] != machine:
+            continue
+        slots = host_slots(supervisor, info["ports"], machine, supervisors)
+        for port in info["ports"]:
+            chosen[supervisor, port] = slot_cpu(*host_slot(supervisor, port, slots), cpus)
+    return chosen
+
+
+def test_two_supervisors_on_one_host_give_their_workers_different_cpus() -> None:
+    # The README's recipe, two supervisors on one machine; their own ports alone
+    # put the first port of each on the first CPU.
+    supervisors = {
+        "s1": {"host": "127.0.0.1", "hostname": "box", "ports": [7700, 7701]},
+        "s2": {"host": "127.0.0.1", "hostname": "box", "ports": [7710, 7711]},
+        "other": {"host": "10.0.0.2", "hostname": "elsewhere", "ports": [7700, 7701]},
+    }
+    assert worker_cpu(7700, [7700, 7701], {0, 1}) == worker_cpu(7710, [7710, 7711], {0, 1}) == 0
+    assert host_slots("s2", [7710, 7711], "box", supervisors) == [
+        (7700, "s1"), (7701, "s1"), (7710, "s2"), (7711, "s2")]
+    # 4 worker ports on 2 CPUs: the host's rule (more ports than CPUs) pins nothing
+    assert set(_cpus_of_slots(supervisors, "box", {0, 1}).values()) == {None}
+    # on 4 CPUs, one each
+    assert _cpus_of_slots(supervisors, "box", {0, 1, 2, 3}) == {
+        ("s1", 7700): 0, ("s1", 7701): 1, ("s2", 7710): 2, ("s2", 7711): 3}
+    # a port each on 2 CPUs: both pinned, to different CPUs
+    one_each = {"s1": {"hostname": "box", "ports": [7700]}, "s2": {"hostname": "box", "ports": [7710]}}
+    assert _cpus_of_slots(one_each, "box", {0, 1}) == {("s1", 7700): 0, ("s2", 7710): 1}
+    # the same port on one machine (supervisors in network namespaces): still a slot each
+    same_port = {"a": {"hostname": "box", "ports": [6700]}, "b": {"hostname": "box", "ports": [6700]}}
+    assert _cpus_of_slots(same_port, "box", {0, 1}) == {("a", 6700): 0, ("b", 6700): 1}
+
+
+def test_a_supervisor_counts_its_own_ports_not_its_registration() -> None:
+    # not registered yet, or an older registration with other ports: its own count
+    registered = {"s1": {"hostname": "box", "ports": [6700, 6701, 6702]},
+                  "s2": {"host": "box", "ports": [6710]}}  # no "hostname": by "host"
+    assert host_slots("s1", [6701], "box", registered) == [(6701, "s1"), (6710, "s2")]
+    assert host_slots("s3", [6720], "box", {}) == [(6720, "s3")]
+    assert host_slot("s1", 6701, [(6701, "s1"), (6710, "s2")]) == [0, 2]
 
 
 def test_pin_worker_pins_the_caller_and_the_threads_it_starts_later() -> None:
@@ -65,6 +112,22 @@ def test_pin_worker_pins_the_caller_and_the_threads_it_starts_later() -> None:
     # the second of the host ports given, whatever supervisor.slots.ports says
     assert cpu == str(ALLOWED[1])
     assert affinities == f"[{ALLOWED[1]}] [{ALLOWED[1]}]"
+
+
+def test_pin_worker_takes_the_host_slot_its_supervisor_gave() -> None:
+    script = textwrap.dedent("""
+        import os, sys
+        from storm_zmq.runtime.tuning import pin_worker
+        key, cpus = sys.argv[1], len(os.sched_getaffinity(0))
+        conf = {"worker.cpu.pinning": True, "supervisor.slots.ports": [6700]}
+        # more slots on the host than CPUs: not pinned, whatever its own ports say
+        print(pin_worker({**conf, key: [0, cpus + 1]}, 6700))
+        # the last of the host's slots, though its port is the first of its own
+        print(pin_worker({**conf, key: [cpus - 1, cpus]}, 6700))
+    """)
+    done = subprocess.run([sys.executable, "-c", script, HOST_SLOT_KEY], capture_output=True,
+                          text=True, timeout=60, cwd=REPO, check=True)
+    assert done.stdout.splitlines() == ["None", str(ALLOWED[-1])]
 
 
 def test_a_child_started_unpinned_gets_every_cpu_the_worker_had() -> None:
