@@ -8,6 +8,15 @@ worker that died or whose local heartbeat is older than
 `supervisor.worker.timeout.secs`, and stops workers whose slot is no longer theirs.
 While ZooKeeper is unreachable it leaves its workers running as they are.
 
+CPU pinning (`worker.cpu.pinning`, storm_zmq.runtime.tuning): a worker takes the
+CPU at its slot's position among its host's worker slots, and a host may run
+several supervisors. So when it launches a worker, a supervisor reads every
+supervisor registered from its machine (the "hostname" of the registrations) and
+hands the worker its position among all their slot ports. A worker keeps the CPU it
+took: when a supervisor on the same machine registers or leaves later and the
+worker would now get another CPU (or none), its supervisor logs a warning naming the
+worker; it moves only when it restarts.
+
 Files under `storm.local.dir`: `supervisor/id` (a stable id across restarts),
 `stormdist/<topology>/` (unpacked code), `workers/<topology>-<port>/` (launch file,
 heartbeat, pid), `logs/<topology>-<port>.log` (each worker's log, rotated; see
@@ -39,8 +48,13 @@ from storm_zmq.cluster.package import MARKER_NAME, unpack_package
 from storm_zmq.cluster.state import ClusterState
 from storm_zmq.cluster.worker import slots_of
 from storm_zmq.logs import open_worker_output, worker_log_path
+from storm_zmq.runtime.tuning import HOST_SLOT_KEY, host_slot, host_slots, slot_cpu
 
 log = logging.getLogger(__name__)
+
+#: How often a supervisor with pinned workers reads its host's supervisors again to
+#: tell whether a worker's CPU is still its own (it reads them at every launch too).
+PINNING_CHECK_SECS = 30.0
 
 
 @dataclass
@@ -51,6 +65,10 @@ class RunningWorker:
     process: subprocess.Popen[bytes]
     started_at: float
     directory: Path
+    #: [position, count] among its host's worker slots when launched (None: not pinning)
+    slot: list[int] | None = None
+    #: the slot it would have now, once a warning said it differs
+    warned_slot: list[int] | None = None
 
 
 def local_hostname(conf: dict[str, Any]) -> str:
@@ -63,12 +81,15 @@ class Supervisor:
         self.conf = conf
         self.local_dir = Path(conf["storm.local.dir"]).resolve()
         self.host = local_hostname(conf)
+        # The machine (as registered: "hostname"), which supervisors share CPUs by.
+        self.machine = socket.gethostname()
         self.ports = list(conf["supervisor.slots.ports"])
         self.id = self._stable_id()
         self.workers: dict[int, RunningWorker] = {}
         self.stopping = threading.Event()
         self.state = ClusterState(conf)
         self._zk_down_logged = False
+        self._next_pinning_check = 0.0
         self.logs_dir = self.local_dir / "logs"
         self.logviewer: LogViewer | None = None
 
@@ -111,7 +132,7 @@ class Supervisor:
     def _register(self) -> None:
         self.state.register_supervisor(self.id, {
             "host": self.host, "ports": self.ports, "time": time.time(),
-            "hostname": socket.gethostname(), "pid": os.getpid(),
+            "hostname": self.machine, "pid": os.getpid(),
             # where `storm-zmq logs` finds the workers' logs (None: viewer off)
             "logviewer_port": self.logviewer.port if self.logviewer else None,
             "logs_dir": str(self.logs_dir),
@@ -158,6 +179,48 @@ class Supervisor:
                     log.error("cannot launch worker %d of %s on port %d: %s", index,
                               topology_id, port, exc)
         self._remove_stale_files(wanted)
+        self._check_pinning()
+
+    # -- CPU pinning -----------------------------------------------------------------
+
+    def _host_slots(self) -> list[tuple[int, str]]:
+        """Every worker slot of this machine: its supervisors' in ZooKeeper, and ours."""
+        return host_slots(self.id, self.ports, self.machine, self.state.supervisors())
+
+    def _check_pinning(self) -> None:
+        """Warn about each worker launched with pinning on whose CPU (or lack of one)
+        is no longer what its slot gives now that the host's supervisors changed (one
+        started after it was launched, or one left): it keeps its CPU until it
+        restarts. At most every PINNING_CHECK_SECS, since it reads every supervisor's
+        registration."""
+        pinned = [worker for worker in self.workers.values() if worker.slot is not None]
+        now = time.monotonic()
+        if not pinned or now < self._next_pinning_check:
+            return
+        self._next_pinning_check = now + PINNING_CHECK_SECS
+        try:
+            slots = self._host_slots()
+            cpus = os.sched_getaffinity(0)
+        except Exception as exc:  # the workers run on; the next check may do
+            log.warning("cannot tell whether pinned workers still have CPUs of their own: %s", exc)
+            return
+        for worker in pinned:
+            assert worker.slot is not None
+            slot = host_slot(self.id, worker.port, slots)
+            was, would = slot_cpu(*worker.slot, cpus), slot_cpu(*slot, cpus)
+            if was == would:
+                worker.warned_slot = None
+                continue
+            if slot == worker.warned_slot:
+                continue
+            worker.warned_slot = slot
+            log.warning(
+                "worker %d of %s on port %d (pid %d) was given %s as slot %d of %d worker ports on "
+                "this host; the host's supervisors now have %d (%s), which would give it %s. "
+                "It keeps its CPU until it restarts: kill it and this supervisor relaunches it "
+                "(worker.cpu.pinning)", worker.index, worker.topology_id, worker.port,
+                worker.process.pid, _cpu_text(was), worker.slot[0] + 1, worker.slot[1],
+                slot[1], ", ".join(f"{port}" for port, _ in slots), _cpu_text(would))
 
     def _remove_stale_files(self, wanted: dict[int, tuple[str, int, Any, Any]]) -> None:
         """The code and worker directories of what this host no longer runs (Storm
@@ -207,12 +270,20 @@ class Supervisor:
             unpack_package(data, code_dir)
         directory = self.local_dir / "workers" / f"{topology_id}-{port}"
         directory.mkdir(parents=True, exist_ok=True)
-        # This host's settings win over the submitter's (its slot ports place a
-        # pinned worker on a CPU: worker.cpu.pinning).
+        # This host's settings win over the submitter's.
         conf = {**record["conf"], **{k: v for k, v in self.conf.items()
                                      if k.startswith(("storm.zookeeper.", "storm.local.",
                                                       "worker.", "storm.messaging.",
                                                       "supervisor.slots.ports"))}}
+        # A pinned worker's CPU is its slot's position among the worker slots of
+        # every supervisor on this machine, not only ours (worker.cpu.pinning).
+        conf.pop(HOST_SLOT_KEY, None)
+        if conf.get("worker.cpu.pinning"):
+            slots = self._host_slots()
+            conf[HOST_SLOT_KEY] = host_slot(self.id, port, slots)
+            log.info("worker on port %d: slot %d of the %d worker ports of this host's "
+                     "supervisors (%s)", port, conf[HOST_SLOT_KEY][0] + 1, len(slots),
+                     ", ".join(f"{p}" for p, _ in slots))
         # The topology's transport secrets, stored at submit (docs/security.md), and
         # its workers' own ZooKeeper credentials, which then replace the daemon's.
         secrets = self.state.get_secrets(topology_id) or {}
@@ -257,7 +328,8 @@ class Supervisor:
         )
         log_file.close()
         (directory / "pid").write_text(str(process.pid))
-        self.workers[port] = RunningWorker(topology_id, index, port, process, time.time(), directory)
+        self.workers[port] = RunningWorker(topology_id, index, port, process, time.time(), directory,
+                                           launch["conf"].get(HOST_SLOT_KEY))
         log.info("launched worker %d of %s on port %d (pid %d): %s", index, topology_id, port,
                  process.pid, reason)
 
@@ -291,3 +363,7 @@ class Supervisor:
                 log.info("killing worker pid %d left by a previous supervisor run", pid)
                 os.kill(pid, signal.SIGKILL)
             pid_file.unlink(missing_ok=True)
+
+
+def _cpu_text(cpu: int | None) -> str:
+    return "no CPU of its own" if cpu is None else f"CPU {cpu}"
