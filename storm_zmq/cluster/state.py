@@ -118,6 +118,11 @@ MAX_ERRORS = 10
 #: Attempts at re-creating an ephemeral node that another session keeps re-creating.
 _EPHEMERAL_ATTEMPTS = 5
 
+#: Longest wait (s) between attempts to reconnect to ZooKeeper, whatever
+#: storm.zookeeper.retry.intervalceiling.millis (which bounds operation retries):
+#: every daemon is back within about this long of ZooKeeper (see `_new_client`).
+RECONNECT_MAX_DELAY = 2.0
+
 _STOP = object()
 
 
@@ -349,9 +354,14 @@ class ClusterState:
             hosts=self.hosts,
             timeout=int(self.conf["storm.zookeeper.session.timeout"]) / 1000,
             # Reconnecting never gives up: a daemon outlives a ZooKeeper outage. The
-            # floor keeps a 0 interval from spinning on a dead server.
-            connection_retry=KazooRetry(max_tries=-1, delay=max(interval, 0.05),
-                                        max_delay=max(ceiling, interval, 0.05)),
+            # floor keeps a 0 interval from spinning on a dead server. The cap is
+            # short, not the retry ceiling: ZooKeeper's own client (Storm's) tries a
+            # server again within a second, and a worker that took up to the ceiling
+            # (30 s) to notice ZooKeeper back wrote no heartbeat while a nimbus that
+            # reconnected at once counted nimbus.task.timeout.secs (30 s) and moved it.
+            connection_retry=KazooRetry(
+                max_tries=-1, delay=max(min(interval, RECONNECT_MAX_DELAY), 0.05),
+                max_delay=max(min(ceiling, RECONNECT_MAX_DELAY), 0.05)),
             # KazooRetry counts attempts, Storm's retry.times counts retries.
             command_retry=KazooRetry(max_tries=self._retries + 1, delay=interval,
                                      max_delay=max(ceiling, interval), ignore_expire=True),

@@ -22,6 +22,7 @@ from storm_zmq.cluster import (
     VersionConflict,
     zookeeper_hosts,
 )
+from storm_zmq.cluster.state import RECONNECT_MAX_DELAY
 from storm_zmq.runtime.assignment import Assignment, WorkerSlot, assign
 from tests.zk_fixtures import ZooKeeperServer, free_port
 
@@ -328,6 +329,27 @@ def test_session_survives_a_server_restart(
     assert state.supervisors() == {"sup-1": {"host": "h"}}
     state.register_supervisor("sup-2", {"host": "h2"})  # the watch was re-armed
     wait_for(lambda: children[-1] == ["sup-1", "sup-2"], what="the re-armed watch")
+
+
+def test_a_daemon_is_back_within_seconds_of_zookeeper_whatever_the_retry_ceiling(
+        zookeeper: ZooKeeperServer, make_state: Factory) -> None:
+    # Operation retries back off up to the ceiling (Storm's default: 30 s).
+    # Reconnecting backed off the same way, so after an outage of several seconds a
+    # worker noticed ZooKeeper back many seconds after a nimbus that happened to try
+    # sooner, and nimbus could time out the heartbeats it had no way to write. (From
+    # 0.2 s, the attempts came about 6 s and 13 s into the outage, jitter aside: here
+    # ZooKeeper, up again after 8 s, waited 4-7 s for the second.)
+    state = make_state(**{"storm.zookeeper.retry.interval": 200,
+                          "storm.zookeeper.retry.intervalceiling.millis": 30000})
+    zookeeper.stop()
+    try:
+        wait_for(lambda: not state.connected.is_set(), what="connected to clear")
+        time.sleep(8)  # an outage long enough for a backoff to grow (a duration)
+    finally:
+        zookeeper.start()
+    back = time.monotonic()
+    wait_for(state.connected.is_set, 30, what="reconnection")
+    assert time.monotonic() - back < RECONNECT_MAX_DELAY + 2
 
 
 def test_expired_session_recreates_ephemerals_and_watches(
