@@ -69,9 +69,17 @@ def add_parser(subparsers: Any) -> None:
     rebalance.add_argument("-n", "--num-workers", type=int, default=None)
 
 
+def quiet_kazoo() -> None:
+    """For a one-shot command: ZooKeeper trouble is its one error line, not kazoo's
+    warning per failed connect attempt ("Connection dropped: ...", "Failed connecting
+    to Zookeeper ...") printed before it."""
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
+
+
 def _state(conf: dict[str, Any]) -> Any:
     from storm_zmq.cluster.state import ClusterState, ClusterUnavailable
 
+    quiet_kazoo()
     try:
         return ClusterState(conf).start(timeout=conf["storm.zookeeper.connection.timeout"] / 1000)
     except ClusterUnavailable as exc:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from typing import Any
 
@@ -33,13 +32,13 @@ def add_parser(subparsers: Any) -> None:
 
 
 def show_stats(args: argparse.Namespace) -> int:
+    from storm_zmq.cli.cluster_cmd import quiet_kazoo
     from storm_zmq.cluster.state import ClusterState, ClusterStateError
     from storm_zmq.metrics.sources import ClusterSource, UnknownTopology
     from storm_zmq.metrics.text import format_component, format_summary
 
     conf = load_config_from_args(args)
-    # a one-shot command: ZooKeeper trouble is our one error line, not kazoo's log
-    logging.getLogger("kazoo").setLevel(logging.ERROR)
+    quiet_kazoo()
     try:
         state = ClusterState(conf).start(
             timeout=conf["storm.zookeeper.connection.timeout"] / 1000)

@@ -2,18 +2,41 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from storm_zmq.cli.main import main
 from storm_zmq.cluster.state import ClusterState
-from tests.zk_fixtures import cli_overrides
+from tests.zk_fixtures import cli_overrides, free_port
 
 TID = "ids-1"
+WORDCOUNT = Path(__file__).parents[1] / "runtime" / "project" / "topologies" / "wordcount.py"
+
+
+def cli(*args: str, cwd: Path, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """`storm-zmq ARGS` as its own process (what a user sees on stderr: kazoo's log
+    lines reach it only when nothing configured logging, as in a real run)."""
+    return subprocess.run([sys.executable, "-m", "storm_zmq.cli.main", *args],
+                          capture_output=True, text=True, timeout=60, cwd=cwd, **kwargs)
+
+
+@pytest.mark.parametrize("command", [["list"], ["kill", "ids"], ["rebalance", "ids"],
+                                     ["logs", "ids"], ["submit", str(WORDCOUNT)]])
+def test_an_unreachable_zookeeper_is_one_error_line(command: list[str], tmp_path: Path) -> None:
+    result = cli(*command, "-o", f"storm.zookeeper.port={free_port()}",
+                 "-o", "storm.zookeeper.connection.timeout=1000", cwd=tmp_path)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines()
+              if not line.startswith(("packaging ", "packaged "))]  # submit's progress
+    assert len(errors) == 1, result.stderr
+    assert errors[0].startswith("storm-zmq: error: cannot reach ZooKeeper at ")
 
 
 def test_a_kill_during_a_rebalances_wait_wins(
