@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from storm_zmq.cli.logs_cmd import FollowState, RecordFilter, tail_lines, worker_logs
+from storm_zmq.cluster import ClusterState
 from storm_zmq.cluster.logviewer import MAX_READ, LogViewer
 from tests.cluster.test_cluster import TOPOLOGY, Cluster, wait_for
 from tests.zk_fixtures import free_port
@@ -153,6 +154,53 @@ def test_viewer_answers_bad_requests_clearly(viewer: tuple[str, Path]) -> None:
     status, body, _ = get(f"{url}/api/v1/log?file=topo-1-6700.log&start=-5")
     assert status == 400 and b"start must be an integer >= 0" in body
     assert get(f"{url}/../../etc/passwd")[0] == 404
+
+
+# ------------------------------------------------------ a registered topology
+
+@pytest.fixture
+def topo(viewer: tuple[str, Path], make_state: Any,
+         zk_conf: dict[str, Any], tmp_path: Path) -> tuple[ClusterState, Path]:
+    """Topology "topo" (topo-1) in ZooKeeper with one worker, whose supervisor's log
+    viewer serves `viewer`'s directory; and a config file to reach it."""
+    url, logs = viewer
+    state = make_state()
+    state.set_topology("topo-1", {"name": "topo", "status": "active", "num_workers": 1,
+                                  "conf": {"topology.message.timeout.secs": 30},
+                                  "components": {"count": [1, 1]}, "launch_time": 0})
+    state.register_supervisor("s1", {"host": "127.0.0.1", "ports": [6700],
+                                     "logviewer_port": int(url.rsplit(":", 1)[1]),
+                                     "logs_dir": str(logs)})
+    state.set_assignment("topo-1", {"slots": [["s1", "127.0.0.1", 6700]],
+                                    "assignment": {"executors": [[0, "count", [1], 0]]},
+                                    "launched": [0]})
+    conf_file = tmp_path / "storm.yaml"
+    conf_file.write_text(json.dumps(zk_conf))  # JSON is YAML
+    return state, conf_file
+
+
+def logs_process(conf_file: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "storm_zmq.cli.main", "logs", "topo", *args,
+         "-c", str(conf_file)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=conf_file.parent)
+
+
+def test_logs_reads_a_workers_log_through_its_viewer(topo: tuple[ClusterState, Path]) -> None:
+    _, conf_file = topo
+    out, err = logs_process(conf_file, "-n", "2").communicate(timeout=60)
+    assert out == "127.0.0.1:6700 line 998\n127.0.0.1:6700 line 999\n" and err == ""
+
+
+def test_a_closed_stdout_ends_logs_quietly(topo: tuple[ClusterState, Path]) -> None:
+    """`logs topo -n 200 | head -1`: the reader gone, no BrokenPipeError traceback."""
+    _, conf_file = topo
+    process = logs_process(conf_file, "-n", "200")
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before it writes anything: every write fails
+    errors = process.stderr.read()
+    assert process.wait(timeout=60) == 0, errors
+    assert errors == ""
 
 
 # ------------------------------------------------------------- a real cluster

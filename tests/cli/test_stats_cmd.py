@@ -4,6 +4,8 @@ heartbeats (the workers' report format) and errors, written as the cluster does.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -149,3 +151,17 @@ def test_zookeeper_unreachable_is_one_clear_line(tmp_path: Path,
     assert code == 2 and time.monotonic() - started < 10
     assert err.startswith("storm-zmq: error: cannot reach ZooKeeper at 127.0.0.1:")
     assert err.count("\n") == 1
+
+
+def test_a_closed_stdout_ends_it_quietly(topology: ClusterState, conf_file: Path,
+                                         tmp_path: Path) -> None:
+    """`stats wc --json | head -c 600`: the reader gone, no BrokenPipeError traceback."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "storm_zmq.cli.main", "stats", "wc", "--json",
+         "--config", str(conf_file)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before it writes anything: every write fails
+    errors = process.stderr.read()
+    assert process.wait(timeout=60) == 0, errors
+    assert errors == ""
