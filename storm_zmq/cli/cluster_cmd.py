@@ -295,28 +295,36 @@ def kill_topology(args: argparse.Namespace) -> int:
 def set_status(args: argparse.Namespace) -> int:
     with _cluster(args) as state:
         topology_id, record = _find(state, args.name)
+        if record["status"] == "rebalancing":  # the status it gets back after the wait
+            state.set_topology(topology_id, {**record, "rebalance_status": args.status})
+            print(f"{args.name!r} is rebalancing: it becomes {args.status} afterwards")
+            return 0
         state.set_topology(topology_id, {**record, "status": args.status})
     print(f"{args.name!r} is {args.status}")
     return 0
 
 
 def rebalance_topology(args: argparse.Namespace) -> int:
+    """Storm's rebalance: deactivate, wait (in-flight tuples finish), reassign, back to
+    the status before. The wait is the leader nimbus's, as `kill`'s: this command
+    only records the request (status "rebalancing"), so nothing is left deactivated
+    when it is interrupted. A rebalance of a topology already rebalancing replaces
+    that request and keeps the status from before it."""
+    if args.num_workers is not None and args.num_workers < 1:
+        raise UsageError(f"-n/--num-workers must be at least 1, got {args.num_workers}")
     with _cluster(args) as state:
         topology_id, record = _find(state, args.name)
-        if args.num_workers is not None and args.num_workers < 1:
-            raise UsageError(f"-n/--num-workers must be at least 1, got {args.num_workers}")
         wait = args.wait if args.wait is not None else float(record["conf"]["topology.message.timeout.secs"])
-        state.set_topology(topology_id, {**record, "status": "inactive"})
-        print(f"deactivated {args.name!r}; rebalancing in {wait:g} s", file=sys.stderr)
-        time.sleep(wait)  # Storm's rebalance: let in-flight tuples finish first
-        workers = args.num_workers or record["num_workers"]
-        record = state.get_topology(topology_id)  # as it is now: killed meanwhile?
-        if record is None or record["status"] == "killed":
-            raise UsageError(f"{args.name!r} was killed during the rebalance's wait: "
-                             "not rebalanced")
-        state.set_topology(topology_id, {**record, "status": "active", "num_workers": workers,
-                                         "rebalance": True})
-    print(f"rebalancing {args.name!r} over {workers} workers")
+        previous = (record.get("rebalance_status") or "active"
+                    if record["status"] == "rebalancing" else record["status"])
+        workers = args.num_workers or record.get("rebalance_workers") or record["num_workers"]
+        state.set_topology(topology_id, {
+            **record, "status": "rebalancing", "rebalance_wait": wait,
+            "rebalance_status": previous, "rebalance_workers": workers, "rebalance": False,
+            # tells a new request from the one before (compared for equality only)
+            "rebalance_requested": time.time()})
+    print(f"rebalancing {args.name!r} over {workers} workers: deactivated; nimbus "
+          f"reassigns it {wait:g} s after it sees the request, then makes it {previous} again")
     return 0
 
 

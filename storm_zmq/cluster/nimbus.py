@@ -9,6 +9,10 @@ every `nimbus.monitor.freq.secs`:
   heartbeat did not change for `nimbus.task.timeout.secs` (or that wrote none within
   `nimbus.task.launch.secs` of its placement), moves to a free slot; every other
   worker stays where it is;
+- ends a rebalance's wait (status ``rebalancing``, written by `storm-zmq rebalance`)
+  once ``rebalance_wait`` has passed since it saw the request: the topology gets
+  its status from before the rebalance back and, with ``rebalance_workers``, its new
+  number of workers;
 - reassigns from scratch a topology being rebalanced (while there are not enough
   free slots for it, its workers are repaired where they are);
 - removes a killed topology once its kill wait has passed, heartbeats or errors a
@@ -63,6 +67,33 @@ def kill_wait(record: dict[str, Any]) -> float:
                                             DEFAULTS["topology.message.timeout.secs"]))
 
 
+def rebalance_wait(record: dict[str, Any]) -> float:
+    """Seconds between a rebalance's request and the reassignment, as `storm-zmq
+    rebalance` stored them (``rebalance_wait``; default the topology's
+    ``topology.message.timeout.secs``)."""
+    wait = record.get("rebalance_wait")
+    if wait is None:
+        return float(record.get("conf", {}).get("topology.message.timeout.secs",
+                                                DEFAULTS["topology.message.timeout.secs"]))
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)):
+        raise ValueError(f"its rebalance_wait {wait!r} is not a number of seconds")
+    return float(wait)
+
+
+def end_rebalance_wait(record: dict[str, Any]) -> dict[str, Any]:
+    """Pure: the record once a rebalance's wait has passed: its previous status back
+    (``rebalance_status``, "active" if missing), ``rebalance_workers`` applied, and
+    ``rebalance`` set for the reassignment."""
+    ended = {k: v for k, v in record.items()
+             if k not in ("rebalance_wait", "rebalance_status", "rebalance_workers",
+                          "rebalance_requested")}
+    ended["status"] = record.get("rebalance_status") or "active"
+    if record.get("rebalance_workers") is not None:
+        ended["num_workers"] = int(record["rebalance_workers"])
+    ended["rebalance"] = True
+    return ended
+
+
 def stored_assignment(assignment: Assignment, slots: list[Slot], launched: list[float]) -> dict[str, Any]:
     """The assignment as stored: `launched` holds, per worker index, the marker of its
     placement (the placing nimbus's wall-clock time, compared only for equality:
@@ -90,11 +121,13 @@ class Nimbus:
         #: What this nimbus saw change, and when by its clock (cluster/liveness.py):
         #: supervisor id -> its registration's time; (topology id, slot) -> the
         #: slot's placement marker and its worker's heartbeat time; topology id ->
-        #: its kill wait (while killed), or its code's creation time (while no
-        #: topology was submitted with that code).
+        #: its kill wait (while killed), its rebalance request (while rebalancing),
+        #: or its code's creation time (while no topology was submitted with that
+        #: code).
         self._supervisors: ChangeClock[str] = ChangeClock()
         self._workers: ChangeClock[tuple[str, Slot]] = ChangeClock()
         self._kills: ChangeClock[str] = ChangeClock()
+        self._rebalances: ChangeClock[str] = ChangeClock()
         self._uploads: ChangeClock[str] = ChangeClock()
 
     def run(self) -> int:
@@ -128,7 +161,8 @@ class Nimbus:
         self._session_interrupted.clear()
         # Whatever it saw before is stale: another nimbus may have led meanwhile,
         # or ZooKeeper was down and nobody could write. Every age starts again.
-        for observed in (self._supervisors, self._workers, self._kills, self._uploads):
+        for observed in (self._supervisors, self._workers, self._kills, self._rebalances,
+                         self._uploads):
             observed.clear()
         self._leading.set()
         interval = float(self.conf["nimbus.monitor.freq.secs"])
@@ -164,15 +198,18 @@ class Nimbus:
         used = {Slot(*s) for a in stored.values() if a for s in a["slots"]}
         topologies = self.state.topologies()
         killed: set[str] = set()
+        rebalancing: set[str] = set()
         slots_seen: set[tuple[str, Slot]] = set()
         for topology_id in topologies:
             try:
                 used = self._monitor_topology(topology_id, stored.get(topology_id), used,
-                                              alive_supervisors, all_slots, now, killed, slots_seen)
+                                              alive_supervisors, all_slots, now, killed,
+                                              rebalancing, slots_seen)
             except Exception as exc:  # one broken record must not stop the others' repairs
                 log.warning("monitoring topology %s failed (the others go on; this one is "
                             "retried next round): %s: %s", topology_id, type(exc).__name__, exc)
         self._kills.retain(killed)
+        self._rebalances.retain(rebalancing)
         self._workers.retain(slots_seen)
         try:  # housekeeping: never in the way of scheduling and repairs
             self._remove_orphans(set(topologies), now)
@@ -181,9 +218,11 @@ class Nimbus:
 
     def _monitor_topology(self, topology_id: str, current: dict[str, Any] | None, used: set[Slot],
                           alive_supervisors: set[str], all_slots: list[Slot], now: float,
-                          killed: set[str], slots_seen: set[tuple[str, Slot]]) -> set[Slot]:
+                          killed: set[str], rebalancing: set[str],
+                          slots_seen: set[tuple[str, Slot]]) -> set[Slot]:
         """One topology's part of a round: removed once its kill wait has passed,
-        assigned, rebalanced or repaired. Returns the slots in use afterwards."""
+        assigned, rebalanced (once its rebalance wait has passed) or repaired.
+        Returns the slots in use afterwards."""
         record = self.state.get_topology(topology_id)
         if record is None:
             return used
@@ -195,6 +234,18 @@ class Nimbus:
             if self._kills.age(topology_id, now) >= wait:
                 self._remove(topology_id)
             return used
+        if record["status"] == "rebalancing":
+            # The wait runs from when this nimbus first saw the request (a new
+            # request, with another marker, starts it again); its workers are
+            # kept alive meanwhile.
+            wait = rebalance_wait(record)
+            self._rebalances.observe(topology_id, (wait, record.get("rebalance_requested")), now)
+            rebalancing.add(topology_id)
+            if self._rebalances.age(topology_id, now) >= wait:
+                record = end_rebalance_wait(record)
+                self.state.set_topology(topology_id, record)
+                log.info("rebalancing %s over %d workers; then %s", topology_id,
+                         record["num_workers"], record["status"])
         if current is None or record.get("rebalance"):
             own = {Slot(*s) for s in current["slots"]} if current else set()
             created = self._schedule(topology_id, record, free_slots(all_slots, used - own))

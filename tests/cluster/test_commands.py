@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,11 @@ from typing import Any
 import pytest
 
 from storm_zmq.cli.main import main
+from storm_zmq.cluster.nimbus import Nimbus, stored_assignment
+from storm_zmq.cluster.scheduler import Slot
 from storm_zmq.cluster.state import ClusterState
+from storm_zmq.config import DEFAULTS
+from storm_zmq.runtime.assignment import WorkerSlot, assign
 from tests.zk_fixtures import cli_overrides, free_port
 
 TID = "ids-1"
@@ -39,24 +42,77 @@ def test_an_unreachable_zookeeper_is_one_error_line(command: list[str], tmp_path
     assert errors[0].startswith("storm-zmq: error: cannot reach ZooKeeper at ")
 
 
-def test_a_kill_during_a_rebalances_wait_wins(
-        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
-        capsys: pytest.CaptureFixture[str]) -> None:
-    state = make_state()
-    state.set_topology(TID, {"name": "ids", "status": "active", "num_workers": 2,
+@pytest.fixture
+def nimbus(make_state: Callable[..., ClusterState], zk_conf: dict[str, Any]) -> Nimbus:
+    """A nimbus whose rounds the test runs, with its clock (`monitor(now=...)`)."""
+    leader = Nimbus({**DEFAULTS, **zk_conf})
+    leader.state = make_state()
+    return leader
+
+
+def topology_on_one_worker(state: ClusterState, status: str, num_workers: int = 1) -> None:
+    """Topology "ids" in `status` on one worker of supervisor s1 (two slots)."""
+    state.register_supervisor("s1", {"host": "h1", "ports": [6700, 6701], "time": 0})
+    state.set_topology(TID, {"name": "ids", "status": status, "num_workers": num_workers,
+                             "components": {"numbers": [2, 2]}, "ackers": 0,
                              "conf": {"topology.message.timeout.secs": 30}})
-    overrides = cli_overrides(zk_conf)
-    result: list[int] = []
-    rebalance = threading.Thread(
-        target=lambda: result.append(main(["rebalance", "ids", "-w", "5", "-n", "1", *overrides])))
-    rebalance.start()
-    deadline = time.monotonic() + 10
-    while (state.get_topology(TID) or {}).get("status") != "inactive":  # it is waiting now
-        assert time.monotonic() < deadline, "rebalance never deactivated the topology"
-        time.sleep(0.02)
-    assert main(["kill", "ids", "-w", "0", *overrides]) == 0
-    rebalance.join(15)
-    assert result == [2]
-    assert "'ids' was killed during the rebalance's wait: not rebalanced" in capsys.readouterr().err
+    assignment = assign(TID, {"numbers": (2, 2)}, [WorkerSlot("h1", 6700)], 0)
+    state.set_assignment(TID, stored_assignment(assignment, [Slot("s1", "h1", 6700)], [0.0]))
+
+
+@pytest.mark.parametrize("status", ["active", "inactive"])
+def test_rebalance_hands_its_wait_to_nimbus_which_restores_the_status_before(
+        nimbus: Nimbus, zk_conf: dict[str, Any], capsys: pytest.CaptureFixture[str],
+        status: str) -> None:
+    state = nimbus.state
+    topology_on_one_worker(state, status)
+    started = time.monotonic()
+    assert main(["rebalance", "ids", "-w", "20", "-n", "2", *cli_overrides(zk_conf)]) == 0
+    assert time.monotonic() - started < 10  # it records the request; nimbus waits
+    assert capsys.readouterr().out == (
+        "rebalancing 'ids' over 2 workers: deactivated; nimbus reassigns it 20 s after it "
+        f"sees the request, then makes it {status} again\n")
+    # the CLI is done (Ctrl-C or a closed terminal now changes nothing): the spouts
+    # are off (workers activate only on "active") until nimbus's wait has passed
+    assert (state.get_topology(TID) or {})["status"] == "rebalancing"
+    for now in (1000.0, 1019.0):
+        nimbus.monitor(now=now)
+        record = state.get_topology(TID) or {}
+        assert (record["status"], record["num_workers"]) == ("rebalancing", 1), now
+        assert len((state.get_assignment(TID) or {})["slots"]) == 1
+    nimbus.monitor(now=1020.0)
     record = state.get_topology(TID) or {}
-    assert record["status"] == "killed" and record["num_workers"] == 2
+    assert (record["status"], record["num_workers"], record["rebalance"]) == (status, 2, False)
+    assert not any(key.startswith("rebalance_") for key in record)
+    assert sorted(s[2] for s in (state.get_assignment(TID) or {})["slots"]) == [6700, 6701]
+
+
+def test_deactivate_during_a_rebalance_is_the_status_it_gets_back(
+        nimbus: Nimbus, zk_conf: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    state = nimbus.state
+    topology_on_one_worker(state, "active")
+    overrides = cli_overrides(zk_conf)
+    assert main(["rebalance", "ids", "-w", "5", *overrides]) == 0
+    assert main(["deactivate", "ids", *overrides]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == \
+        "'ids' is rebalancing: it becomes inactive afterwards"
+    assert (state.get_topology(TID) or {})["status"] == "rebalancing"
+    nimbus.monitor(now=1000.0)
+    nimbus.monitor(now=1005.0)
+    assert (state.get_topology(TID) or {})["status"] == "inactive"
+
+
+def test_a_kill_during_a_rebalances_wait_wins(
+        nimbus: Nimbus, zk_conf: dict[str, Any]) -> None:
+    state = nimbus.state
+    topology_on_one_worker(state, "active", num_workers=2)
+    overrides = cli_overrides(zk_conf)
+    assert main(["rebalance", "ids", "-w", "5", "-n", "1", *overrides]) == 0
+    assert main(["kill", "ids", "-w", "30", *overrides]) == 0
+    for now in (1000.0, 1010.0):  # past the rebalance's wait, not the kill's
+        nimbus.monitor(now=now)
+        record = state.get_topology(TID) or {}
+        assert record["status"] == "killed" and record["num_workers"] == 2
+        assert not record.get("rebalance")
+    nimbus.monitor(now=1030.0)
+    assert state.get_topology(TID) is None
