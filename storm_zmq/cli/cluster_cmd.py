@@ -167,6 +167,21 @@ def run_supervisor(args: argparse.Namespace) -> int:
     return _daemon(args, Supervisor)
 
 
+#: What kill, rebalance and submit add when no nimbus leads: they only record a
+#: request in ZooKeeper, which the leading nimbus carries out.
+NO_NIMBUS = "warning: no nimbus is running; nothing happens until one starts"
+
+
+def _nimbus_leads(state: Any) -> bool:
+    """Whether a nimbus holds the leadership (its node in the election)."""
+    return state.leader() is not None
+
+
+def _warn_without_nimbus(leads: bool) -> None:
+    if not leads:
+        print(NO_NIMBUS, file=sys.stderr)
+
+
 def _find(state: Any, name: str) -> tuple[str, dict[str, Any]]:
     """The live (not killed) topology called `name`."""
     for topology_id in state.topologies():
@@ -262,11 +277,13 @@ def submit_topology(args: argparse.Namespace) -> int:
             "launch_time": time.time(),
             "code_sha256": package.sha256,
         })
+        leads = _nimbus_leads(state)
     except ClusterStateError as exc:
         raise UsageError(str(exc)) from None
     finally:
         state.stop()
     print(f"submitted topology {name!r} as {topology_id} ({workers} workers)", flush=True)
+    _warn_without_nimbus(leads)
     if args.wait > 0:
         from storm_zmq.cli.progress import wait_for_workers
 
@@ -287,8 +304,10 @@ def kill_topology(args: argparse.Namespace) -> int:
         # before that, which would otherwise remove the topology at once.
         state.set_topology(topology_id, {**record, "status": "killed", "kill_wait": wait,
                                          "kill_at": time.time() + wait})
+        leads = _nimbus_leads(state)
     print(f"killed {args.name!r} ({topology_id}): deactivated; nimbus removes it {wait:g} s "
           "after it sees the kill")
+    _warn_without_nimbus(leads)
     return 0
 
 
@@ -323,8 +342,10 @@ def rebalance_topology(args: argparse.Namespace) -> int:
             "rebalance_status": previous, "rebalance_workers": workers, "rebalance": False,
             # tells a new request from the one before (compared for equality only)
             "rebalance_requested": time.time()})
+        leads = _nimbus_leads(state)
     print(f"rebalancing {args.name!r} over {workers} workers: deactivated; nimbus "
           f"reassigns it {wait:g} s after it sees the request, then makes it {previous} again")
+    _warn_without_nimbus(leads)
     return 0
 
 

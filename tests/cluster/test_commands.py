@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -116,3 +117,36 @@ def test_a_kill_during_a_rebalances_wait_wins(
         assert not record.get("rebalance")
     nimbus.monitor(now=1030.0)
     assert state.get_topology(TID) is None
+
+
+@pytest.mark.parametrize("command", [["kill", "ids"], ["rebalance", "ids"],
+                                     ["submit", str(WORDCOUNT), "-n", "wc"]])
+def test_a_request_without_nimbus_warns_that_nothing_happens_yet(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    topology_on_one_worker(make_state(), "active")
+    assert main([*command, *cli_overrides(zk_conf)]) == 0  # the request is recorded
+    assert capsys.readouterr().err.splitlines()[-1] == \
+        "warning: no nimbus is running; nothing happens until one starts"
+
+
+def test_a_request_with_a_leading_nimbus_has_no_warning(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    state = make_state()
+    topology_on_one_worker(state, "active")
+    leading, done = threading.Event(), threading.Event()
+
+    def lead() -> None:
+        leading.set()
+        done.wait(30)
+
+    leader = threading.Thread(target=state.leader_election("n1").run, args=(lead,))
+    leader.start()
+    try:
+        assert leading.wait(10)
+        assert main(["kill", "ids", *cli_overrides(zk_conf)]) == 0
+        assert "warning" not in capsys.readouterr().err
+    finally:
+        done.set()
+        leader.join(10)
