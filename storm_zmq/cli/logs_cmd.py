@@ -8,7 +8,8 @@ Each worker's ``<topology-id>-<port>.log`` is fetched over HTTP and printed with
 ``host:port`` in front. ``--component C`` keeps the workers running C and the log
 records mentioning C (a record's continuation lines, e.g. a traceback, stay with it).
 ``-f`` follows: it polls every worker with the offset it has read up to, and
-re-reads the assignment so that a worker moved elsewhere is followed there. A
+re-reads the assignment so that a worker moved elsewhere is followed there; it
+ends when the topology is killed. A
 supervisor whose log viewer is off or unreachable gets one line saying on which
 host and in which file that worker's log is.
 """
@@ -299,6 +300,12 @@ def _run(args: argparse.Namespace, out: TextIO | None, err: TextIO | None) -> in
                 if time.monotonic() - refreshed >= REFRESH_INTERVAL:
                     refreshed = time.monotonic()
                     try:
+                        # killed (or removed, or submitted anew under another id):
+                        # nothing more comes of what is followed
+                        record = state.get_topology(topology_id)
+                        if record is None or record["status"] == "killed":
+                            print(f"topology {args.name!r} was killed; stopping", file=err)
+                            return 0
                         workers = current()
                     except Exception as exc:  # ZooKeeper away: follow the workers we know
                         print(f"cannot re-read the assignment ({exc}); following the "

@@ -21,11 +21,18 @@ from typing import Any
 
 import pytest
 
-from storm_zmq.cli.logs_cmd import FollowState, RecordFilter, tail_lines, worker_logs
+from storm_zmq.cli.logs_cmd import (
+    REFRESH_INTERVAL,
+    FollowState,
+    RecordFilter,
+    tail_lines,
+    worker_logs,
+)
+from storm_zmq.cli.main import main
 from storm_zmq.cluster import ClusterState
 from storm_zmq.cluster.logviewer import MAX_READ, LogViewer
 from tests.cluster.test_cluster import TOPOLOGY, Cluster, wait_for
-from tests.zk_fixtures import free_port
+from tests.zk_fixtures import cli_overrides, free_port
 
 T = "2024-05-01 12:00:0"
 
@@ -201,6 +208,27 @@ def test_a_closed_stdout_ends_logs_quietly(topo: tuple[ClusterState, Path]) -> N
     errors = process.stderr.read()
     assert process.wait(timeout=60) == 0, errors
     assert errors == ""
+
+
+@pytest.mark.parametrize("how", ["killed", "removed"])
+def test_following_ends_when_the_topology_is_killed(
+        topo: tuple[ClusterState, Path], zk_conf: dict[str, Any], how: str) -> None:
+    state, conf_file = topo
+    follow = logs_process(conf_file, "-f", "-n", "1")
+    try:
+        assert follow.stdout is not None
+        assert follow.stdout.readline() == "127.0.0.1:6700 line 999\n"  # following now
+        if how == "killed":
+            assert main(["kill", "topo", "-w", "30", *cli_overrides(zk_conf)]) == 0
+        else:  # gone already, as after the kill's wait
+            state.remove_topology("topo-1")
+        out, err = follow.communicate(timeout=REFRESH_INTERVAL + 15)
+    finally:
+        if follow.poll() is None:
+            follow.kill()
+            follow.communicate()
+    assert follow.returncode == 0 and out == ""
+    assert err == "topology 'topo' was killed; stopping\n"
 
 
 # ------------------------------------------------------------- a real cluster
