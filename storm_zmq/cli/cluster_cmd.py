@@ -66,8 +66,12 @@ def add_parser(subparsers: Any) -> None:
         p.set_defaults(status=status)
     rebalance = command("rebalance", "spread a topology over the cluster again", rebalance_topology)
     rebalance.add_argument("name")
-    rebalance.add_argument("-w", "--wait", type=_seconds, default=None, metavar="SECS")
-    rebalance.add_argument("-n", "--num-workers", type=int, default=None)
+    rebalance.add_argument("-w", "--wait", type=_seconds, default=None, metavar="SECS",
+                           help="seconds between deactivation and the reassignment, "
+                                "counted by the leader nimbus from when it sees the "
+                                "request (default: topology.message.timeout.secs)")
+    rebalance.add_argument("-n", "--num-workers", type=int, default=None, metavar="WORKERS",
+                           help="the number of workers afterwards (default: as now)")
 
 
 def quiet_kazoo() -> None:
@@ -282,7 +286,8 @@ def submit_topology(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     finally:
         state.stop()
-    print(f"submitted topology {name!r} as {topology_id} ({workers} workers)", flush=True)
+    print(f"submitted topology {name!r} as {topology_id} "
+          f"({workers} worker{'' if workers == 1 else 's'})", flush=True)
     _warn_without_nimbus(leads)
     if args.wait > 0:
         from storm_zmq.cli.progress import wait_for_workers

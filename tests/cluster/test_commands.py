@@ -150,3 +150,19 @@ def test_a_request_with_a_leading_nimbus_has_no_warning(
     finally:
         done.set()
         leader.join(10)
+
+
+@pytest.mark.parametrize(("workers", "text"), [("1", "(1 worker)"), ("2", "(2 workers)")])
+def test_submit_counts_its_workers_in_words(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str], workers: str, text: str) -> None:
+    make_state()
+    assert main(["submit", str(WORDCOUNT), "-w", workers, *cli_overrides(zk_conf)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(text)
+
+
+def test_rebalance_options_have_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rebalance", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "-w SECS, --wait SECS seconds between deactivation and the reassignment" in help_text
+    assert "-n WORKERS, --num-workers WORKERS the number of workers afterwards" in help_text
