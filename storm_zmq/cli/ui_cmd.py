@@ -2,8 +2,9 @@
 
 Serves storm_zmq.metrics.ui over one ZooKeeper session until Ctrl-C/SIGTERM: the page
 at ``/``, JSON under ``/api/``, Prometheus text at ``/metrics``. ZooKeeper going away
-later is shown on the page (the session reconnects by itself); unreachable at start is
-one error line.
+later is a quick 503 shown on the page (the session reconnects by itself, trying at
+least every 2 s, and reads are not retried: see `ui_zookeeper_conf`); unreachable at
+start is one error line.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def start_server(source: Any, host: str, port: int) -> Any:
 
 def serve_ui(args: argparse.Namespace) -> int:
     from storm_zmq.cluster.state import ClusterState, ClusterStateError
-    from storm_zmq.metrics.sources import ClusterSource
+    from storm_zmq.metrics.sources import ClusterSource, ui_zookeeper_conf
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # not kazoo's line per failed connect attempt: failing to start is one error line
@@ -56,7 +57,7 @@ def serve_ui(args: argparse.Namespace) -> int:
     if not 0 <= port <= 65535:
         raise UsageError(f"--port must be between 0 and 65535, got {port}")
     try:
-        state = ClusterState(conf).start(
+        state = ClusterState(ui_zookeeper_conf(conf)).start(
             timeout=conf["storm.zookeeper.connection.timeout"] / 1000)
     except ClusterStateError as exc:
         raise UsageError(str(exc)) from None

@@ -9,7 +9,10 @@
 - `LocalSource`: a local run's `RunStats` (`storm-zmq run --ui`).
 
 Both answer `topologies()` and `summary(name)`; an unknown name raises
-`UnknownTopology` naming the running ones.
+`UnknownTopology` naming the running ones. A source may also have `check()`, which
+raises `SourceUnavailable` at once when it cannot answer now (the UI calls it before
+each read: ZooKeeper down must not make a request wait), and `activity`, what a read
+in progress is doing, for the UI to say what it is waiting for.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from storm_zmq.metrics.summary import (
     summarize,
 )
 
-__all__ = ["ClusterSource", "LocalSource", "MetricsSource", "UnknownTopology", "layout_from_package"]
+__all__ = ["ClusterSource", "LocalSource", "MetricsSource", "SourceUnavailable", "UnknownTopology",
+           "layout_from_package", "ui_zookeeper_conf"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,30 @@ LAYOUT_TIMEOUT = 60.0
 #: A summary this recent is served again instead of reading ZooKeeper (several
 #: browsers refreshing every second must not multiply the load).
 CACHE_SECS = 0.5
+#: The UI's ZooKeeper client: the longest wait for a connection (ms) and between
+#: reconnect attempts (see `ui_zookeeper_conf`).
+UI_CONNECT_WAIT_MS = 2000
+
+
+def ui_zookeeper_conf(conf: dict[str, Any]) -> dict[str, Any]:
+    """`conf` for the ClusterState of `storm-zmq ui`: its reads are not retried
+    (``storm.zookeeper.retry.times`` 0: the page's next refresh, Prometheus' next
+    scrape, is the retry), a read waits at most `UI_CONNECT_WAIT_MS` for a connection,
+    and the client tries to reconnect at least that often (the retry ceiling), so
+    that the UI is back within seconds of ZooKeeper. The daemons keep their limits."""
+    from storm_zmq.config import DEFAULTS
+
+    def get(key: str) -> int:
+        return int(conf.get(key, DEFAULTS[key]))
+
+    interval = get("storm.zookeeper.retry.interval")
+    connect = get("storm.zookeeper.connection.timeout")
+    ceiling = get("storm.zookeeper.retry.intervalceiling.millis")
+    return {**conf,
+            "storm.zookeeper.retry.times": 0,
+            "storm.zookeeper.connection.timeout": min(connect, UI_CONNECT_WAIT_MS),
+            "storm.zookeeper.retry.intervalceiling.millis":
+                max(interval, min(ceiling, UI_CONNECT_WAIT_MS))}
 
 
 class UnknownTopology(LookupError):
@@ -54,6 +82,10 @@ class UnknownTopology(LookupError):
         super().__init__(f"no running topology named {name!r} (running: {listed})")
         self.name = name
         self.running = running
+
+
+class SourceUnavailable(RuntimeError):
+    """The source cannot answer now (ZooKeeper not connected); the message says why."""
 
 
 class MetricsSource(Protocol):
@@ -84,6 +116,26 @@ class ClusterSource:
         self._layouts: dict[str, TopologyLayout] = {}
         self._cache: dict[str, tuple[float, TopologySummary]] = {}
         self._ages: dict[str, ReportAges] = {}  # per topology id: see storm_zmq.metrics.ages
+        self._answered: float | None = None  # time.monotonic() of the last complete read
+        self._reading = f"reading ZooKeeper at {getattr(state, 'hosts', '?')}"
+        #: What a read in progress is doing (for the UI's "no answer within ..." line).
+        self.activity = self._reading
+
+    def check(self) -> None:
+        """Raise `SourceUnavailable` at once while the ZooKeeper session is not
+        connected (a read would wait for it), saying since when nothing was read."""
+        connected = getattr(self.state, "connected", None)
+        if connected is None or connected.is_set():
+            return
+        answered = self._answered
+        since = "" if answered is None else \
+            f"; last read {time.monotonic() - answered:.0f} s ago"
+        raise SourceUnavailable(
+            f"ZooKeeper at {getattr(self.state, 'hosts', '?')} is unreachable (not connected"
+            f"{since}); reconnecting by itself")
+
+    def _answer(self) -> None:
+        self._answered = time.monotonic()
 
     def _records(self) -> list[tuple[str, dict[str, Any]]]:
         records = []
@@ -96,6 +148,7 @@ class ClusterSource:
     def topologies(self) -> list[dict[str, Any]]:
         with self._lock:
             records = self._records()
+            self._answer()
         now = self.clock()
         return [{
             "name": record["name"],
@@ -139,6 +192,7 @@ class ClusterSource:
                 ages=self._report_ages(topology_id, reports, now, [tid for tid, _ in records]),
             )
             self._cache[name] = (now, summary)
+            self._answer()
             return summary
 
     def _report_ages(self, topology_id: str, reports: list[dict[str, Any]], now: float,
@@ -160,11 +214,14 @@ class ClusterSource:
             try:
                 data = self.state.get_code(topology_id)
                 if data is not None:
+                    self.activity = f"loading the graph of {record['name']} from its code"
                     layout = layout_from_package(
                         data, str(record["topology_file"]), str(record["topology_class"]),
                         timeout=self.layout_timeout)
             except Exception as exc:  # the numbers matter more than the drawing
                 log.warning("no graph for topology %s from its code: %s", topology_id, exc)
+            finally:
+                self.activity = self._reading
         if layout is None:
             return TopologyLayout.from_record(record)  # not cached: try again next time
         self._layouts[topology_id] = layout

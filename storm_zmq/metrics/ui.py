@@ -12,15 +12,26 @@ The standard library's ThreadingHTTPServer, one thread per connection, bounded: 
 most `MAX_REQUESTS` are served at once, others get 503 at once (a stuck ZooKeeper read
 must not pile up threads), and at most `MAX_CONNECTIONS` connections have a thread
 (one still sending its request holds one, up to the handler's timeout); beyond
-that a connection is closed as it is accepted. A source failure (ZooKeeper unreachable) is a 503 with the
-message as JSON, which the page shows.
+that a connection is closed as it is accepted.
+
+A source failure is a 503 with the message as JSON, which the page shows over the
+numbers it last drew, and which Prometheus counts as a failed scrape (``up`` 0):
+nothing stale is served as if fresh. Every such answer comes within
+`REQUEST_DEADLINE` seconds: a source that says it cannot answer now (`check()`:
+ZooKeeper not connected) is a 503 at once; the reads run on one reader thread that a
+request waits for at most the deadline (a ZooKeeper that is connected but does not
+answer), and while a read has been running longer than that, requests are refused at
+once instead of queueing behind it. Nothing needs restarting when ZooKeeper is back.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import queue
 import threading
+import time
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -30,7 +41,8 @@ from urllib.parse import unquote, urlsplit
 from storm_zmq.metrics import prometheus
 from storm_zmq.metrics.sources import MetricsSource, UnknownTopology
 
-__all__ = ["MAX_CONNECTIONS", "MAX_REQUESTS", "MetricsServer"]
+__all__ = ["MAX_CONNECTIONS", "MAX_REQUESTS", "REQUEST_DEADLINE", "MetricsServer",
+           "SourceTimeout"]
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +50,9 @@ log = logging.getLogger(__name__)
 MAX_REQUESTS = 16
 #: Connections with a thread (reading a request, or being answered); more are closed.
 MAX_CONNECTIONS = 4 * MAX_REQUESTS
+#: Seconds a request waits for the source's reads before it is answered 503 (well
+#: under Prometheus' default scrape timeout of 10 s).
+REQUEST_DEADLINE = 5.0
 
 _STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -51,17 +66,92 @@ def _static(name: str) -> bytes:
     return resources.files("storm_zmq.metrics").joinpath("static", name).read_bytes()
 
 
+class SourceTimeout(RuntimeError):
+    """The source did not answer within a request's deadline."""
+
+
+class _Task:
+    def __init__(self, func: Callable[[], Any]) -> None:
+        self.func = func
+        self.done = threading.Event()
+        self.abandoned = False
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+class _Reader:
+    """One daemon thread running the source's reads in turn (the source serializes
+    them anyway), so that a request can stop waiting for a read that hangs: the read
+    goes on, its result is dropped."""
+
+    def __init__(self, deadline: float, activity: Callable[[], str]) -> None:
+        self.deadline = deadline
+        self.activity = activity
+        self._queue: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._started: float | None = None  # time.monotonic() the running read began
+        self._thread: threading.Thread | None = None
+
+    def run(self, func: Callable[[], Any]) -> Any:
+        """`func()` on the reader thread; `SourceTimeout` if it takes over the
+        deadline, or at once while an earlier read has been running that long."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="storm-ui-read",
+                                                daemon=True)
+                self._thread.start()
+            started = self._started
+        if started is not None and time.monotonic() - started > self.deadline:
+            raise SourceTimeout(f"no answer for {time.monotonic() - started:.0f} s: "
+                                f"still {self.activity()}")
+        task = _Task(func)
+        self._queue.put(task)
+        if not task.done.wait(self.deadline):
+            task.abandoned = True
+            raise SourceTimeout(f"no answer within {self.deadline:g} s (the UI's deadline "
+                                f"per request): still {self.activity()}")
+        if task.error is not None:
+            raise task.error
+        return task.result
+
+    def stop(self) -> None:
+        self._queue.put(None)  # a read still running ends on its own (daemon thread)
+
+    def _loop(self) -> None:
+        while True:
+            task = self._queue.get()
+            if task is None:
+                return
+            if task.abandoned:  # its request gave up while it queued
+                continue
+            with self._lock:
+                self._started = time.monotonic()
+            try:
+                task.result = task.func()
+            except BaseException as exc:  # handed to the request, raised there
+                task.error = exc
+            finally:
+                with self._lock:
+                    self._started = None
+                task.done.set()
+
+
 class MetricsServer(ThreadingHTTPServer):
     """``MetricsServer(source, host, port)`` binds at once (a busy port raises
     OSError here, before anything else starts); `start()` serves on a daemon thread;
-    `stop()` ends it. Port 0 picks a free port (`port` tells which)."""
+    `stop()` ends it. Port 0 picks a free port (`port` tells which). `deadline`: the
+    longest a request waits for the source (module docstring)."""
 
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = MAX_CONNECTIONS  # the listen backlog (socketserver's is 5)
 
-    def __init__(self, source: MetricsSource, host: str = "127.0.0.1", port: int = 8080) -> None:
+    def __init__(self, source: MetricsSource, host: str = "127.0.0.1", port: int = 8080, *,
+                 deadline: float = REQUEST_DEADLINE) -> None:
         self.source = source
+        self.reader = _Reader(deadline, lambda: str(getattr(source, "activity",
+                                                            "reading the metrics source")))
+        self._failing = False  # the last answer from the source was a failure
         self._slots = threading.BoundedSemaphore(MAX_REQUESTS)
         self._connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._thread: threading.Thread | None = None
@@ -106,6 +196,7 @@ class MetricsServer(ThreadingHTTPServer):
             self.shutdown()
             self._thread.join(timeout=5)
             self._thread = None
+        self.reader.stop()
         self.server_close()
 
     def __enter__(self) -> MetricsServer:
@@ -144,34 +235,29 @@ class _Handler(BaseHTTPRequestHandler):
             name, content_type = _STATIC[path]
             self._send(HTTPStatus.OK, _static(name), content_type)
             return
+        produce = _producer(source, path)
+        if produce is None:
+            self._send(HTTPStatus.NOT_FOUND, _json({"error": f"no page {path}"}),
+                       "application/json")
+            return
         try:
-            if path == "/api/topologies":
-                body, kind = _json(source.topologies()), "application/json"
-            elif path.startswith("/api/topology/"):
-                body = _json(source.summary(unquote(path[len("/api/topology/"):])).to_dict())
-                kind = "application/json"
-            elif path == "/metrics":
-                summaries = []
-                for row in source.topologies():
-                    if row.get("status") == "killed":
-                        continue
-                    try:
-                        summaries.append(source.summary(row["name"]))
-                    except UnknownTopology:  # killed since it was listed
-                        continue
-                body, kind = prometheus.render(summaries).encode(), prometheus.CONTENT_TYPE
-            else:
-                self._send(HTTPStatus.NOT_FOUND, _json({"error": f"no page {path}"}),
-                           "application/json")
-                return
+            check = getattr(source, "check", None)
+            if check is not None:
+                check()  # ZooKeeper not connected: say so now, not after a wait
+            body, kind = self.server.reader.run(produce)
         except UnknownTopology as exc:
             self._send(HTTPStatus.NOT_FOUND, _json({"error": str(exc)}), "application/json")
             return
         except Exception as exc:  # ZooKeeper down, a damaged record: say so, keep serving
-            log.warning("serving %s: %s", path, exc)
+            # one warning when the failures start (the page asks every second)
+            (log.debug if self.server._failing else log.warning)("serving %s: %s", path, exc)
+            self.server._failing = True
             self._send(HTTPStatus.SERVICE_UNAVAILABLE, _json({"error": str(exc)}),
                        "application/json")
             return
+        if self.server._failing:
+            self.server._failing = False
+            log.info("serving %s again", path)
         self._send(HTTPStatus.OK, body, kind)
 
     def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
@@ -181,6 +267,28 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
         self.wfile.write(body)
+
+
+def _producer(source: MetricsSource, path: str) -> Callable[[], tuple[bytes, str]] | None:
+    """What reads the source for `path`, giving (body, content type); None: no such page."""
+    if path == "/api/topologies":
+        return lambda: (_json(source.topologies()), "application/json")
+    if path.startswith("/api/topology/"):
+        name = unquote(path[len("/api/topology/"):])
+        return lambda: (_json(source.summary(name).to_dict()), "application/json")
+    if path == "/metrics":
+        def metrics() -> tuple[bytes, str]:
+            summaries = []
+            for row in source.topologies():
+                if row.get("status") == "killed":
+                    continue
+                try:
+                    summaries.append(source.summary(row["name"]))
+                except UnknownTopology:  # killed since it was listed
+                    continue
+            return prometheus.render(summaries).encode(), prometheus.CONTENT_TYPE
+        return metrics
+    return None
 
 
 def _json(value: Any) -> bytes:
