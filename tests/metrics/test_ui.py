@@ -22,11 +22,13 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from storm_zmq.metrics.sources import LocalSource, UnknownTopology
+from storm_zmq.cluster import ClusterState
+from storm_zmq.metrics.sources import LocalSource, SourceUnavailable, UnknownTopology
 from storm_zmq.metrics.summary import ACKER, ComponentLayout, Edge, TopologyLayout, TopologySummary
 from storm_zmq.metrics.ui import MAX_CONNECTIONS, MAX_REQUESTS, MetricsServer
 from tests.cluster.test_cluster import Cluster, wait_for
 from tests.metrics.browser import PageValues, dump_dom
+from tests.zk_fixtures import ZooKeeperServer
 
 PROJECT = Path(__file__).parents[1] / "runtime" / "project"
 LAYOUT = TopologyLayout(
@@ -61,9 +63,9 @@ def fixed_source() -> LocalSource:
     return source
 
 
-def get(url: str) -> tuple[int, str, bytes]:
+def get(url: str, timeout: float = 10) -> tuple[int, str, bytes]:
     try:
-        with urllib.request.urlopen(url, timeout=10) as response:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             return response.status, response.headers["Content-Type"], response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.headers["Content-Type"], exc.read()
@@ -137,14 +139,15 @@ class SlowSource:
 
 def test_requests_beyond_the_bound_are_refused_at_once() -> None:
     source = SlowSource()
-    with MetricsServer(source, "127.0.0.1", 0) as server:
+    with MetricsServer(source, "127.0.0.1", 0, deadline=30) as server:
         results: list[int] = []
         threads = [threading.Thread(target=lambda: results.append(
-            get(server.url + "api/topologies")[0])) for _ in range(MAX_REQUESTS)]
+            get(server.url + "api/topologies", timeout=40)[0])) for _ in range(MAX_REQUESTS)]
         for thread in threads:
             thread.start()
-        for _ in range(MAX_REQUESTS):  # every slot taken by a request in the source
-            assert source.entered.acquire(timeout=10)
+        # every slot taken: one request in the source, the others waiting their turn
+        assert source.entered.acquire(timeout=10)
+        wait_for(lambda: server._slots._value == 0, "every slot taken", timeout=10)  # type: ignore[attr-defined]
         started = time.monotonic()
         assert get(server.url + "api/topologies")[0] == 503
         assert time.monotonic() - started < 5
@@ -153,6 +156,51 @@ def test_requests_beyond_the_bound_are_refused_at_once() -> None:
             thread.join(10)
         assert results == [200] * MAX_REQUESTS
         assert get(server.url + "api/topologies")[0] == 200  # slots given back
+
+
+class UnavailableSource(SlowSource):
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = True
+
+    def check(self) -> None:
+        if self.down:
+            raise SourceUnavailable("ZooKeeper at 127.0.0.1:1 is unreachable (not connected)")
+
+
+def test_a_source_that_cannot_answer_now_is_a_503_at_once() -> None:
+    source = UnavailableSource()
+    source.release.set()
+    with MetricsServer(source, "127.0.0.1", 0, deadline=30) as server:
+        for path in ("api/topologies", "api/topology/x", "metrics"):
+            started = time.monotonic()
+            status, kind, body = get(server.url + path)
+            assert status == 503 and kind == "application/json"
+            assert "ZooKeeper at 127.0.0.1:1 is unreachable" in json.loads(body)["error"]
+            assert time.monotonic() - started < 2
+        assert not source.entered.acquire(blocking=False), "the source was read"
+        assert get(server.url)[0] == 200  # the page itself
+        source.down = False
+        assert get(server.url + "api/topologies")[0] == 200
+
+
+def test_a_read_that_hangs_is_a_503_within_the_deadline() -> None:
+    source = SlowSource()
+    source.activity = "reading ZooKeeper at 127.0.0.1:1"  # type: ignore[attr-defined]
+    with MetricsServer(source, "127.0.0.1", 0, deadline=1) as server:
+        started = time.monotonic()
+        status, _, body = get(server.url + "api/topologies")
+        took = time.monotonic() - started
+        assert status == 503 and 0.9 < took < 5, took
+        assert json.loads(body)["error"] == ("no answer within 1 s (the UI's deadline per "
+                                             "request): still reading ZooKeeper at 127.0.0.1:1")
+        time.sleep(0.2)  # the read has now run over the deadline: refused without waiting
+        started = time.monotonic()
+        status, _, body = get(server.url + "metrics")
+        assert status == 503 and time.monotonic() - started < 0.5
+        assert json.loads(body)["error"].startswith("no answer for 1 s: still reading ZooKeeper")
+        source.release.set()  # the read ends (its answer dropped): served again
+        wait_for(lambda: get(server.url + "api/topologies")[0] == 200, "answers again", timeout=10)
 
 
 def test_connections_beyond_the_bound_get_no_thread_and_are_closed() -> None:
@@ -362,3 +410,48 @@ def test_the_cluster_ui_shows_what_stats_prints(cluster: Cluster) -> None:
     acked = [float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines() if line.startswith(
         'storm_zmq_component_acked_total{topology="ClusterIds",component="numbers",kind="spout",host=')]
     assert len(acked) == 2 and sum(acked) == 400  # one series per worker
+
+
+def timed_get(url: str) -> tuple[int, Any, float]:
+    """(status, decoded body, seconds); a request of the old UI (90+ s) fails here."""
+    started = time.monotonic()
+    status, kind, body = get(url, timeout=15)
+    data = json.loads(body) if kind.startswith("application/json") else body.decode()
+    return status, data, time.monotonic() - started
+
+
+@pytest.mark.slow
+def test_the_cluster_ui_answers_at_once_while_zookeeper_is_down(
+        cluster: Cluster, zookeeper: ZooKeeperServer) -> None:
+    """ZooKeeper stopped under a running `storm-zmq ui`: the API and /metrics are a
+    503 naming ZooKeeper within seconds (not after the daemons' retries, a minute and
+    more); back to 200 without a restart once ZooKeeper is."""
+    with ClusterState(cluster.zk_conf).start(timeout=10) as state:
+        state.set_topology("ids-1", {
+            "name": "ids", "status": "active", "num_workers": 1, "launch_time": time.time(),
+            "conf": {}, "components": {"numbers": [1, 1]},
+            "layout": {"components": [{"name": "numbers", "kind": "spout", "par": 1,
+                                       "tasks": 1}]}})
+    cluster.start("ui", "ui", "--port", "0")
+    url = wait_for(lambda: next((line.split()[3] for line in cluster.log("ui").splitlines()
+                                 if line.startswith("storm-zmq UI at ")), None), "the UI")
+    paths = ("api/topologies", "api/topology/ids", "metrics")
+    for path in paths:
+        assert timed_get(url + path)[0] == 200, path
+    zookeeper.stop()
+    try:
+        for _ in range(2):  # the first requests after the stop, and later ones
+            for path in paths:
+                status, data, took = timed_get(url + path)
+                assert status == 503, (path, status, data)
+                assert "ZooKeeper at 127.0.0.1:" in data["error"], data
+                assert took < 7, (path, took)
+            time.sleep(1)
+        assert timed_get(url)[0] == 200  # the page itself
+    finally:
+        zookeeper.start()
+    for path in paths:
+        wait_for(lambda path=path: timed_get(url + path)[0] == 200, f"{path} answering again",
+                 timeout=30)
+    assert timed_get(url + "api/topologies")[1][0]["name"] == "ids"
+    assert "serving" in cluster.log("ui") and "Traceback" not in cluster.log("ui")
