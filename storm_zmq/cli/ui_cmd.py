@@ -2,9 +2,9 @@
 
 Serves storm_zmq.metrics.ui over one ZooKeeper session until Ctrl-C/SIGTERM: the page
 at ``/``, JSON under ``/api/``, Prometheus text at ``/metrics``. ZooKeeper going away
-later is a quick 503 shown on the page (the session reconnects by itself, trying at
-least every 2 s, and reads are not retried: see `ui_zookeeper_conf`); unreachable at
-start is one error line.
+later is a quick 503 shown on the page (the session reconnects by itself, as every
+daemon's does, within about 2 s of ZooKeeper's return; reads are not retried: see
+`ui_zookeeper_conf`); unreachable at start is one error line.
 """
 
 from __future__ import annotations
@@ -44,13 +44,12 @@ def start_server(source: Any, host: str, port: int) -> Any:
 
 
 def serve_ui(args: argparse.Namespace) -> int:
+    from storm_zmq.cli.cluster_cmd import quiet_kazoo
     from storm_zmq.cluster.state import ClusterState, ClusterStateError
     from storm_zmq.metrics.sources import ClusterSource, ui_zookeeper_conf
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # not kazoo's line per failed connect attempt: failing to start is one error line
-    kazoo_log = logging.getLogger("kazoo")
-    kazoo_log.setLevel(logging.ERROR)
+    quiet_kazoo()  # failing to start is one error line
     conf = load_config_from_args(args)
     host = args.host if args.host is not None else conf["ui.host"]
     port = args.port if args.port is not None else conf["ui.port"]
@@ -61,7 +60,7 @@ def serve_ui(args: argparse.Namespace) -> int:
             timeout=conf["storm.zookeeper.connection.timeout"] / 1000)
     except ClusterStateError as exc:
         raise UsageError(str(exc)) from None
-    kazoo_log.setLevel(logging.WARNING)  # from now on a lost connection is worth a line
+    logging.getLogger("kazoo").setLevel(logging.WARNING)  # from now on a lost connection is worth a line
     stopping = threading.Event()
     try:
         server = start_server(ClusterSource(state), host, port)

@@ -48,30 +48,25 @@ LAYOUT_TIMEOUT = 60.0
 #: A summary this recent is served again instead of reading ZooKeeper (several
 #: browsers refreshing every second must not multiply the load).
 CACHE_SECS = 0.5
-#: The UI's ZooKeeper client: the longest wait for a connection (ms) and between
-#: reconnect attempts (see `ui_zookeeper_conf`).
+#: The UI's ZooKeeper client: the longest wait for a connection (ms) (see
+#: `ui_zookeeper_conf`).
 UI_CONNECT_WAIT_MS = 2000
 
 
 def ui_zookeeper_conf(conf: dict[str, Any]) -> dict[str, Any]:
     """`conf` for the ClusterState of `storm-zmq ui`: its reads are not retried
     (``storm.zookeeper.retry.times`` 0: the page's next refresh, Prometheus' next
-    scrape, is the retry), a read waits at most `UI_CONNECT_WAIT_MS` for a connection,
-    and the client tries to reconnect at least that often (the retry ceiling), so
-    that the UI is back within seconds of ZooKeeper. The daemons keep their limits."""
+    scrape, is the retry) and a read waits at most `UI_CONNECT_WAIT_MS` for a
+    connection. Like every daemon's, its session tries to reconnect at least every
+    `storm_zmq.cluster.state.RECONNECT_MAX_DELAY`, so the UI is back within seconds
+    of ZooKeeper. The daemons keep their limits."""
     from storm_zmq.config import DEFAULTS
 
-    def get(key: str) -> int:
-        return int(conf.get(key, DEFAULTS[key]))
-
-    interval = get("storm.zookeeper.retry.interval")
-    connect = get("storm.zookeeper.connection.timeout")
-    ceiling = get("storm.zookeeper.retry.intervalceiling.millis")
+    connect = int(conf.get("storm.zookeeper.connection.timeout",
+                           DEFAULTS["storm.zookeeper.connection.timeout"]))
     return {**conf,
             "storm.zookeeper.retry.times": 0,
-            "storm.zookeeper.connection.timeout": min(connect, UI_CONNECT_WAIT_MS),
-            "storm.zookeeper.retry.intervalceiling.millis":
-                max(interval, min(ceiling, UI_CONNECT_WAIT_MS))}
+            "storm.zookeeper.connection.timeout": min(connect, UI_CONNECT_WAIT_MS)}
 
 
 class UnknownTopology(LookupError):
