@@ -186,6 +186,20 @@ def _warn_without_nimbus(leads: bool) -> None:
         print(NO_NIMBUS, file=sys.stderr)
 
 
+def _cluster_slots(state: Any) -> int:
+    """Worker slots of every registered supervisor, in use or not."""
+    return sum(len(info.get("ports") or ()) for info in state.supervisors().values())
+
+
+def _warn_if_short_of_slots(slots: int, workers: int, name: str) -> None:
+    """Nimbus assigns a topology all its workers or none: more than the cluster has
+    would wait, silently, until supervisors with enough slots join."""
+    if workers > slots:
+        print(f"warning: {name!r} needs {workers} worker slots and the cluster's supervisors "
+              f"have {slots} in all: it waits until there are enough (or rebalance it with "
+              "-n to fewer workers)", file=sys.stderr)
+
+
 def _find(state: Any, name: str) -> tuple[str, dict[str, Any]]:
     """The live (not killed) topology called `name`."""
     for topology_id in state.topologies():
@@ -281,13 +295,14 @@ def submit_topology(args: argparse.Namespace) -> int:
             "launch_time": time.time(),
             "code_sha256": package.sha256,
         })
-        leads = _nimbus_leads(state)
+        leads, slots = _nimbus_leads(state), _cluster_slots(state)
     except ClusterStateError as exc:
         raise UsageError(str(exc)) from None
     finally:
         state.stop()
     print(f"submitted topology {name!r} as {topology_id} "
           f"({workers} worker{'' if workers == 1 else 's'})", flush=True)
+    _warn_if_short_of_slots(slots, workers, name)
     _warn_without_nimbus(leads)
     if args.wait > 0:
         from storm_zmq.cli.progress import wait_for_workers
@@ -347,9 +362,10 @@ def rebalance_topology(args: argparse.Namespace) -> int:
             "rebalance_status": previous, "rebalance_workers": workers, "rebalance": False,
             # tells a new request from the one before (compared for equality only)
             "rebalance_requested": time.time()})
-        leads = _nimbus_leads(state)
+        leads, slots = _nimbus_leads(state), _cluster_slots(state)
     print(f"rebalancing {args.name!r} over {workers} workers: deactivated; nimbus "
           f"reassigns it {wait:g} s after it sees the request, then makes it {previous} again")
+    _warn_if_short_of_slots(slots, workers, args.name)
     _warn_without_nimbus(leads)
     return 0
 

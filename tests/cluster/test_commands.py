@@ -161,6 +161,28 @@ def test_submit_counts_its_workers_in_words(
     assert capsys.readouterr().out.rstrip().endswith(text)
 
 
+@pytest.mark.parametrize("submit", [True, False], ids=["submit", "rebalance"])
+def test_more_workers_than_the_cluster_has_slots_are_warned_about(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str], submit: bool) -> None:
+    # nimbus assigns all of a topology's workers or none: 3 on 2 slots would wait
+    def request(name: str) -> list[str]:
+        if submit:
+            return ["submit", str(WORDCOUNT), "-n", name, "-w", "3", *cli_overrides(zk_conf)]
+        return ["rebalance", "ids", "-n", "3", *cli_overrides(zk_conf)]
+
+    state = make_state()
+    topology_on_one_worker(state, "active")
+    state.register_supervisor("s1", {"host": "h1", "ports": [6700, 6701], "time": 0})
+    assert main(request("wc")) == 0
+    name = "wc" if submit else "ids"
+    assert (f"warning: {name!r} needs 3 worker slots and the cluster's supervisors have 2 in "
+            "all") in capsys.readouterr().err
+    state.register_supervisor("s2", {"host": "h2", "ports": [6700], "time": 0})
+    assert main(request("wc2")) == 0
+    assert "worker slots" not in capsys.readouterr().err
+
+
 def test_rebalance_options_have_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rebalance", "--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())
