@@ -47,7 +47,7 @@ _COMPONENT_COUNTERS: list[tuple[str, str]] = [
 
 # A component's gauges, over its workers: (name, help, value: None = no sample)
 _COMPONENT_GAUGES: list[tuple[str, str, Callable[[ComponentSummary], Any]]] = [
-    ("queued", "Items now in the component's executors' receive queues.", lambda c: c.queued),
+    ("queued", "Tuples waiting at the component's executors: receive queues, batches in hand, held back.", lambda c: c.queued),
     ("queue_capacity", "Capacity of the component's executors' receive queues.",
      lambda c: c.queue_capacity),
     ("pending", "Spouts: tuple trees emitted and not yet acked or failed.", lambda c: c.pending),

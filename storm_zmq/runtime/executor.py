@@ -365,6 +365,7 @@ class Executor(threading.Thread):
         #: is held, or its turn is over); replaced whole, never changed in place
         #: (stats read it).
         self._input_backlog: list[list[tuple[int, Any]]] = []
+        self._in_hand = 0  # tuples of the input batch being run (queued, for a drain)
         #: With peers, the transfer queue: every executor of a shared thread waits
         #: while it is full (see `_send_or_hold`).
         self._transfer_gate = worker.transfer if len(worker.assignment.workers) > 1 else None
@@ -865,12 +866,13 @@ class Executor(threading.Thread):
 
     @property
     def queued(self) -> int:
-        """Tuples waiting at this executor: in its queue, and in a shared thread what
-        it keeps back (input it took but left for later, output it holds for a full
-        queue or a throttle), so that a drain waits for those too. Read from other
-        threads."""
+        """Tuples waiting at this executor: in its queue, the input batch it is
+        running until its output is flushed, and in a shared thread what it keeps
+        back (input it took but left for later, output it holds for a full queue or
+        a throttle), so that a drain waits for those too. Read from other threads."""
         backlog = self._input_backlog
-        return len(self.incoming) + self._held.tuples + sum(len(batch) for batch in backlog)
+        return (len(self.incoming) + self._in_hand + self._held.tuples
+                + sum(len(batch) for batch in backlog))
 
     @property
     def holding(self) -> bool:
@@ -951,6 +953,7 @@ class BoltExecutor(Executor):
                 size = self._chunk_size  # a chunk now, the rest in a later turn
                 self._input_backlog = [batch[size:], *batches[index + 1:]]
                 batch, last = batch[:size], True
+            self._in_hand = len(batch)
             if not sample_every:
                 self._run_batch(batch)
             elif self._acks_inline():
@@ -997,6 +1000,7 @@ class BoltExecutor(Executor):
         for component in self._tickless:
             component._maybe_flush(now)
         self.flush()
+        self._in_hand = 0
 
     def _run_batch(self, items: Any) -> None:
         """The per-tuple hot path: `items` of (task, tuple) through process().

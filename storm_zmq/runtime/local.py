@@ -34,6 +34,10 @@ PROGRESS_INTERVAL = 2.0
 #: A drain still going after this long is announced (it may take up to
 #: topology.message.timeout.secs).
 DRAIN_NOTICE_SECS = 2.0
+#: While draining, workers are asked for a report this often: a round of reports
+#: apart is long beside a batch's hop between workers (about a millisecond), and a
+#: batch an executor is running counts as queued until its output is flushed.
+DRAIN_ROUND_SECS = 0.1
 
 
 class RunError(Exception):
@@ -237,13 +241,18 @@ class _Runner:
         started = time.monotonic()
         deadline = started + timeout
         # Drained when two rounds of reports, each sent after the previous check,
-        # show nothing pending and nothing queued anywhere.
+        # show nothing pending and nothing queued anywhere. Workers report when
+        # asked, a round every DRAIN_ROUND_SECS, rather than at their own pace.
         quiet_rounds = 0
         since = started
+        next_request = started
         noticed = False
         interrupted = self.interrupted  # a Ctrl-C from now on ends the wait
         while quiet_rounds < 2:
-            if self._poll(0.1):
+            if time.monotonic() >= next_request:
+                next_request = time.monotonic() + DRAIN_ROUND_SECS
+                self._broadcast("report")
+            if self._poll(DRAIN_ROUND_SECS / 4):
                 return self._finish(1, f"{reason}, then a component failed while stopping")
             now = time.monotonic()
             if now >= deadline or self.interrupted != interrupted:

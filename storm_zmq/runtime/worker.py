@@ -382,7 +382,8 @@ class WorkerState:
 
 class WorkerControl(Protocol):
     """Who a worker answers to: the local runner (a pipe) or, in cluster mode,
-    ZooKeeper. Commands are "activate", "deactivate" and "stop"."""
+    ZooKeeper. Commands are "activate", "deactivate", "stop" and "report" (a stats
+    report now, besides the one every `STATS_INTERVAL`)."""
 
     def poll(self, timeout: float) -> str | None:
         """The next command, or None after `timeout`; "stop" when the controller
@@ -501,20 +502,28 @@ class Worker:
         state = self.state
         next_stats = time.monotonic()
         garbage = CollectionClock()
+        spouts = self._spouts()
+        finished_reported = False
         while True:
             if state.failed.is_set():
                 return self._die()
             command = self.control.poll(0.05)
+            now = time.monotonic()
             if command == "activate":
-                for executor in self._spouts():
+                for executor in spouts:
                     executor.request_activate()
             elif command == "deactivate":
-                for executor in self._spouts():
+                for executor in spouts:
                     executor.request_deactivate()
+            elif command == "report":  # the local runner draining: a round now
+                next_stats = now
             elif command == "stop":
                 return 0
+            if not finished_reported and spouts and all(
+                    e.exhausted and not e.pending_count for e in spouts):
+                # a finite run stops on this news: it goes out now, not at the next tick
+                finished_reported, next_stats = True, now
             garbage.tick()
-            now = time.monotonic()
             if now >= next_stats:
                 next_stats = now + STATS_INTERVAL
                 self.control.report_stats(self.index, self.stats())

@@ -175,6 +175,20 @@ def test_emits_in_cleanup_are_flushed_with_a_warning(tmp_path: Path) -> None:
     assert "emitted 1 tuple(s) in cleanup()" in result.stderr
 
 
+def test_the_drain_waits_for_the_tuple_a_bolt_is_running(tmp_path: Path) -> None:
+    # Acking off, nothing is pending: while the relay runs its last tuple, its queue
+    # is empty and only the tuple in hand says that more is to come. It counts as
+    # queued until the relay's output is flushed, so no round of reports (one per
+    # 0.1 s while draining) sees the run drained before the sink has every id.
+    result = run("slow_relay.py", tmp_path, "-o", "test.count=4", "-o", "test.sleep_secs=0.4",
+                 workers=2)
+    assert result.returncode == 0, result.stderr
+    assert "every spout is exhausted" in result.stdout
+    assert "dropped" not in result.stderr and "warning" not in result.stderr.lower(), result.stderr
+    sinks = outputs(tmp_path, "sink")
+    assert sorted(i for seen in sinks.values() for i in seen) == [0, 1, 2, 3], sinks
+
+
 def test_a_long_drain_says_what_it_waits_for_and_ctrl_c_ends_it(tmp_path: Path) -> None:
     import os
     import signal

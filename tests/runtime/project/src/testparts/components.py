@@ -204,6 +204,19 @@ class RelayBolt(Bolt):
         self.emit([tup.values.id])
 
 
+class SlowRelayBolt(Bolt):
+    """Passes ids on after test.sleep_secs each: a bolt whose every tuple takes long."""
+
+    outputs = ["id"]
+
+    def initialize(self, conf, ctx):
+        self.seconds = float(conf["test.sleep_secs"])
+
+    def process(self, tup):
+        time.sleep(self.seconds)  # the work this bolt stands for
+        self.emit([tup.values.id])
+
+
 class AppendSinkBolt(Bolt):
     """Appends each id to a file as it arrives: a SIGKILLed worker never runs
     cleanup(), and a test watching a running cluster needs to see progress."""
