@@ -74,7 +74,7 @@ def rss_bound(conf: dict[str, Any], executors: int, base_rss: int) -> int:
 
 def test_slow_bolt_keeps_memory_bounded_and_other_paths_flowing(tmp_path: Path) -> None:
     """The slow sink sleeps 2 ms a tuple (500/s) behind a spout offering 5,000 a
-    second, acking off, for 42 s; the fast path runs through the same two workers
+    second, acking off, for 28 s; the fast path runs through the same two workers
     (both sinks in worker 0, both spouts in worker 1) as fast as it can.
 
     The slow spout is paced, not flooding: a flood of tiny tuples fills the
@@ -83,7 +83,8 @@ def test_slow_bolt_keeps_memory_bounded_and_other_paths_flowing(tmp_path: Path) 
     receive thread must wait for the slow sink (bounded memory first), which stalls
     the fast path behind them in the same connection until the backlog drains
     (docs/benchmarks.md). Ten times the sink's pace still keeps it throttled."""
-    warmup, slow_from, seconds = 4.0, 8.0, 50.0
+    warmup, slow_from, seconds = 4.0, 6.0, 34.0
+    settled = slow_from + 8  # the slow path's buffers have filled: measured from here
     conf = {**DEFAULTS, "topology.executor.receive.buffer.size": 2000,
             "topology.transfer.buffer.size": 100, "storm.messaging.zmq.hwm": 64,
             "storm.messaging.zmq.transfer.batch.size": 65536}
@@ -99,7 +100,9 @@ def test_slow_bolt_keeps_memory_bounded_and_other_paths_flowing(tmp_path: Path) 
         "storm.messaging.zmq.hwm", "storm.messaging.zmq.transfer.batch.size")}
     result = run_topology("pressure.py", tmp_path, seconds,
                           {**overrides, "test.start_after": slow_from, "test.sleep_ms": 2,
-                           "test.rate": 5000},
+                           "test.rate": 5000,
+                           # the slow sink's backlog at the end: the stop waits 2 s for it
+                           "topology.message.timeout.secs": 2},
                           on_report=on_report)
     assert result.exit_code == 0, result.reason
 
@@ -118,11 +121,11 @@ def test_slow_bolt_keeps_memory_bounded_and_other_paths_flowing(tmp_path: Path) 
         return (n1 - n0) / (t1 - t0)
 
     alone = rate(fast, warmup / 2, slow_from)
-    beside_slow = rate(fast, slow_from + 10, seconds - 2)
-    slow_rate = rate(slow, slow_from + 10, seconds - 2)
+    beside_slow = rate(fast, settled, seconds - 2)
+    slow_rate = rate(slow, settled, seconds - 2)
     spouts = [(t, r) for t, w, r in samples if w == 1]
     slow_offered = rate([(t, r["components"]["slow_spout"]["emitted"]) for t, r in spouts],
-                        slow_from + 10, seconds - 2)
+                        settled, seconds - 2)
     print(f"fast path alone {alone:,.0f}/s, beside the slow path {beside_slow:,.0f}/s; "
           f"slow path {slow_rate:,.0f}/s, its spout emits {slow_offered:,.0f}/s")
     assert slow_rate < 1000, "the slow sink is slow"
@@ -135,8 +138,8 @@ def test_slow_bolt_keeps_memory_bounded_and_other_paths_flowing(tmp_path: Path) 
         executors = len(series[-1][1]["components"])
         bound = rss_bound(conf, executors, base)
         peak = max(r["rss_bytes"] for t, r in series)
-        late = [r["rss_bytes"] for t, r in series if t >= seconds - 12]
-        middle = [r["rss_bytes"] for t, r in series if slow_from + 10 <= t <= slow_from + 22]
+        late = [r["rss_bytes"] for t, r in series if t >= seconds - 8]
+        middle = [r["rss_bytes"] for t, r in series if settled <= t <= settled + 8]
         print(f"worker {worker}: rss at start {base / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB, "
               f"bound {bound / 2**20:.0f} MiB")
         assert peak <= bound, f"worker {worker} peaked at {peak} bytes, over its bound {bound}"
@@ -216,7 +219,10 @@ def test_a_shuffle_sends_less_to_a_worker_short_of_cpu(tmp_path: Path, load_awar
     beside = {t for t, (c, w) in placed.items() if c == "sink" and w == where["burn"]}
     assert len(beside) == 1, "one sink task beside the burner, one away from it"
     reports: list[tuple[int, dict[str, Any]]] = []
-    result = run_topology("busy.py", tmp_path, 10, {"topology.disable.loadaware.messaging": not load_aware},
+    seconds = 10 if load_aware else 6  # round-robin needs no time to settle
+    # (the burner's backlog is not the test's: the stop waits 2 s for it, not 30)
+    result = run_topology("busy.py", tmp_path, seconds, {"topology.disable.loadaware.messaging": not load_aware,
+                                                         "topology.message.timeout.secs": 2},
                           on_report=lambda worker, report: reports.append((worker, report)))
     assert result.exit_code == 0, result.reason
     ran = {r["task"]: r["ran"] for r in (json.loads(p.read_text()) for p in tmp_path.glob("ran-*.json"))}
@@ -224,7 +230,7 @@ def test_a_shuffle_sends_less_to_a_worker_short_of_cpu(tmp_path: Path, load_awar
     (idle_task,) = set(ran) - beside
     busy, idle = ran[busy_task], ran[idle_task]
     print(f"load-aware {load_aware}: the sink beside the burner ran {busy:,}, the other {idle:,}")
-    assert busy + idle >= 10_000, "the spout kept its pace"
+    assert busy + idle >= 1000 * seconds, "the spout kept its pace"
     if load_aware:
         assert busy >= 100, "a worker keeps a share: what it reports stays current"
         assert idle >= 2 * busy
