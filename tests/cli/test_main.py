@@ -133,6 +133,12 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == f"storm-zmq {__version__}\n"
 
 
+def test_python_dash_m_is_the_same_command() -> None:
+    result = subprocess.run([sys.executable, "-m", "storm_zmq", "--version"],
+                            capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout) == (0, f"storm-zmq {__version__}\n"), result.stderr
+
+
 def test_no_subcommand_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     out, err = capsys.readouterr()
