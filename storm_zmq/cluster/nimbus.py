@@ -248,7 +248,7 @@ class Nimbus:
                          record["num_workers"], record["status"])
         if current is None or record.get("rebalance"):
             own = {Slot(*s) for s in current["slots"]} if current else set()
-            created = self._schedule(topology_id, record, free_slots(all_slots, used - own))
+            created = self._schedule(topology_id, record, free_slots(all_slots, used - own), all_slots)
             if created is not None:
                 used = (used - own) | set(created)
                 if record.get("rebalance"):
@@ -261,11 +261,13 @@ class Nimbus:
         return used
 
     def _schedule(self, topology_id: str, record: dict[str, Any],
-                  free: list[Slot]) -> list[Slot] | None:
+                  free: list[Slot], all_slots: list[Slot]) -> list[Slot] | None:
         try:
             slots = choose_slots(record["num_workers"], free)
         except NotEnoughSlots as exc:
-            log.warning("cannot assign %s yet: %s", topology_id, exc)
+            supervisors = len({s.supervisor for s in all_slots})
+            log.warning("cannot assign %s yet: %s (%d slot(s) in all on %d supervisor(s))",
+                        topology_id, exc, len(all_slots), supervisors)
             return None
         parallelism = {name: (p, n) for name, (p, n) in record["components"].items()}
         assignment = assign(topology_id, parallelism, [WorkerSlot(s.host, s.port) for s in slots],

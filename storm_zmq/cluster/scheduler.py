@@ -39,8 +39,7 @@ def choose_slots(count: int, free: list[Slot]) -> list[Slot]:
         by_supervisor.setdefault(slot.supervisor, []).append(slot)
     if sum(len(s) for s in by_supervisor.values()) < count:
         raise NotEnoughSlots(
-            f"need {count} worker slots, {sum(len(s) for s in by_supervisor.values())} free "
-            f"on {len(by_supervisor)} supervisor(s)"
+            f"need {count} worker slots, {sum(len(s) for s in by_supervisor.values())} free"
         )
     chosen: list[Slot] = []
     while len(chosen) < count:
