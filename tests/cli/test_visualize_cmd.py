@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,23 @@ def test_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "topology file not found" in capsys.readouterr().err
     assert main(["visualize", WORDCOUNT, "-o", str(tmp_path / "no" / "dir.dot")]) == 2
     assert "cannot write -o" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("suffix", "magic"), [(".png", b"\x89PNG"), (".svg", b"<?xml")])
+def test_an_image_suffix_is_drawn_by_graphviz(tmp_path: Path, suffix: str, magic: bytes) -> None:
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot is not installed on this machine (.ci/run installs graphviz)")
+    out = tmp_path / f"graph{suffix}"
+    assert main(["visualize", WORDCOUNT, "-o", str(out)]) == 0
+    assert out.read_bytes().startswith(magic)
+
+
+def test_an_image_without_graphviz_is_one_line_naming_the_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing on it
+    assert main(["visualize", WORDCOUNT, "-o", str(tmp_path / "graph.png")]) == 2
+    err = capsys.readouterr().err
+    assert "needs Graphviz's `dot` on PATH" in err and "-o GRAPH.dot" in err
+    assert not (tmp_path / "graph.png").exists()
+    assert main(["visualize", WORDCOUNT, "-f", "mermaid", "-o", str(tmp_path / "graph.svg")]) == 2
+    assert "rendered from the dot graph" in capsys.readouterr().err
