@@ -12,11 +12,10 @@ import contextlib
 import json
 import logging
 import math
-import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
@@ -79,23 +78,6 @@ def quiet_kazoo() -> None:
     warning per failed connect attempt ("Connection dropped: ...", "Failed connecting
     to Zookeeper ...") printed before it."""
     logging.getLogger("kazoo").setLevel(logging.ERROR)
-
-
-def quiet_on_closed_stdout(body: Callable[[], int]) -> int:
-    """Run the `body` of a command that prints to stdout, flushing it at the end. A
-    reader that went away (`| head`) ends the command quietly with exit 0, as a Unix
-    tool ends, rather than with a BrokenPipeError traceback; stdout then points to
-    devnull so that flushing it at exit fails no more (Python's documented way)."""
-    try:
-        code = body()
-        sys.stdout.flush()
-        return code
-    except BrokenPipeError:
-        with contextlib.suppress(OSError, ValueError):  # no stdout file to redirect
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
-        return 0
 
 
 def _state(conf: dict[str, Any]) -> Any:

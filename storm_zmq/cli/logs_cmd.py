@@ -247,12 +247,6 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    from storm_zmq.cli.cluster_cmd import quiet_on_closed_stdout
-
-    return quiet_on_closed_stdout(lambda: _run(args, out, err))
-
-
-def _run(args: argparse.Namespace, out: TextIO | None, err: TextIO | None) -> int:
     from storm_zmq.cli.cluster_cmd import _cluster, _find
 
     out = out or sys.stdout

@@ -7,7 +7,10 @@ Errors the user caused (bad configuration, bad arguments) print one line,
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+from collections.abc import Callable
 
 from storm_zmq import __version__
 from storm_zmq.cli import (
@@ -58,12 +61,29 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return func(args)
+        return quiet_on_closed_stdout(lambda: func(args))
     except USER_ERRORS as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def quiet_on_closed_stdout(body: Callable[[], int]) -> int:
+    """Run the `body` of a command that prints to stdout, flushing it at the end. A
+    reader that went away (`| head`) ends the command quietly with exit 0, as a Unix
+    tool ends, rather than with a BrokenPipeError traceback; stdout then points to
+    devnull so that flushing it at exit fails no more (Python's documented way)."""
+    try:
+        code = body()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        with contextlib.suppress(OSError, ValueError):  # no stdout file to redirect
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        return 0
 
 
 if __name__ == "__main__":

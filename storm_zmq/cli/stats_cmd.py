@@ -32,7 +32,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def show_stats(args: argparse.Namespace) -> int:
-    from storm_zmq.cli.cluster_cmd import quiet_kazoo, quiet_on_closed_stdout
+    from storm_zmq.cli.cluster_cmd import quiet_kazoo
     from storm_zmq.cluster.state import ClusterState, ClusterStateError
     from storm_zmq.metrics.sources import ClusterSource, UnknownTopology
     from storm_zmq.metrics.text import format_component, format_summary
@@ -59,15 +59,12 @@ def show_stats(args: argparse.Namespace) -> int:
         except KeyError as exc:
             raise UsageError(exc.args[0]) from None
 
-    def show() -> int:
-        if args.json:
-            data = component.to_dict() if component is not None else summary.to_dict()
-            json.dump(data, sys.stdout, indent=2, allow_nan=False)
-            print()
-        elif component is not None:
-            print(format_component(summary, component))
-        else:
-            print(format_summary(summary))
-        return 0
-
-    return quiet_on_closed_stdout(show)
+    if args.json:
+        data = component.to_dict() if component is not None else summary.to_dict()
+        json.dump(data, sys.stdout, indent=2, allow_nan=False)
+        print()
+    elif component is not None:
+        print(format_component(summary, component))
+    else:
+        print(format_summary(summary))
+    return 0

@@ -139,6 +139,19 @@ def test_python_dash_m_is_the_same_command() -> None:
     assert (result.returncode, result.stdout) == (0, f"storm-zmq {__version__}\n"), result.stderr
 
 
+@pytest.mark.parametrize("command", [["config"], ["visualize", "topologies/wordcount.py"]])
+def test_a_closed_stdout_ends_any_command_quietly(command: list[str]) -> None:
+    """`storm-zmq config | head -1`: the reader gone, no BrokenPipeError traceback."""
+    root = Path(__file__).resolve().parents[2]
+    process = subprocess.Popen([sys.executable, "-m", "storm_zmq", *command], cwd=root,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before it writes anything: every write fails
+    errors = process.stderr.read()
+    assert process.wait(timeout=60) == 0, errors
+    assert errors == ""
+
+
 def test_no_subcommand_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     out, err = capsys.readouterr()
