@@ -507,6 +507,10 @@ def validate(conf: Mapping[str, Any], origins: Mapping[str, str] | None = None) 
             suggestion = closest_key(key)
             if suggestion is not None:
                 raise fail(key, f"unknown key; did you mean {suggestion}?")
+            transport = _own_transport_prefix(key)
+            if transport is not None:  # nothing would read it: a user key it cannot be
+                known = sorted(k[len(transport):] for k in SCHEMA if k.startswith(transport))
+                raise fail(key, f"unknown key; {transport}* has {', '.join(known)}")
     for key, setting in SCHEMA.items():
         if key not in conf:
             raise fail(key, "missing (no default filled in)")
@@ -607,10 +611,20 @@ def _check_scalar(setting: Setting, kind: str, value: Any) -> str | None:
     return None
 
 
+#: Our transports' key prefixes: every key under them is in SCHEMA, so any other is a
+#: mistake (``storm.messaging.tcp.hwm``: the tcp transport has no high-water mark).
+_OWN_TRANSPORT_PREFIXES = ("storm.messaging.zmq.", "storm.messaging.tcp.", "storm.messaging.local.")
+
+
+def _own_transport_prefix(key: str) -> str | None:
+    return next((p for p in _OWN_TRANSPORT_PREFIXES if key.startswith(p)), None)
+
+
 def closest_key(key: str) -> str | None:
     """The known key `key` is probably a typo of, or None.
 
-    Only keys under storm. / topology. / supervisor. / nimbus. are checked, and only
+    Only keys under storm. / topology. / supervisor. / nimbus. / worker. / ui. /
+    logviewer. are checked, and only
     up to edit distance 2 after treating ``_`` as ``.`` and ``millis`` as ``ms`` (so
     ``linger.ms`` for ``linger.millis`` counts too). A plain difflib ratio would also
     flag real Apache Storm keys such as ``storm.messaging.netty.min_wait_ms`` or

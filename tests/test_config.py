@@ -594,6 +594,17 @@ def test_typo_of_a_known_key_is_an_error(home: Path, cwd: Path) -> None:
     assert message == "-o topology.worker=4: unknown key; did you mean topology.workers?"
 
 
+def test_a_key_our_transports_do_not_have_is_an_error(home: Path, cwd: Path) -> None:
+    # the tcp transport has no high-water mark: a zmq knob copied under tcp would be
+    # read by nothing (and is too far from any tcp key to look like a typo)
+    message = load_error(home, cwd, overrides=["storm.messaging.tcp.hwm=5"])
+    assert message.startswith("-o storm.messaging.tcp.hwm=5: unknown key; storm.messaging.tcp.* has ")
+    assert "buffer_size" in message and "connect.timeout.ms" in message
+    # Apache Storm's own transport keys still pass through untouched
+    assert load_config(overrides=["storm.messaging.netty.buffer_size=5"], home=home, cwd=cwd,
+                       env={})["storm.messaging.netty.buffer_size"] == 5
+
+
 @pytest.mark.parametrize(
     ("typo", "meant"),
     [
