@@ -41,7 +41,7 @@ _COMPONENT_COUNTERS: list[tuple[str, str]] = [
     ("acked_total", "Bolts: tuples acked; spouts: tuple trees completed (Storm's acked)."),
     ("failed_total", "Bolts: tuples failed; spouts: tuple trees failed or timed out "
                      "(Storm's failed)."),
-    ("malformed_total", "Remote tuples refused because they did not decode."),
+    ("malformed_total", "Remote payloads refused: they did not decode or fit the topology."),
     ("errors_reported_total", "Calls of report_error() by the component."),
 ]
 
@@ -56,15 +56,16 @@ _COMPONENT_GAUGES: list[tuple[str, str, Callable[[ComponentSummary], Any]]] = [
     ("capacity_ratio", "Fraction of the last report window the busiest executor spent in "
                        "process() (Storm's capacity).", lambda c: c.capacity),
     ("tasks", "Tasks of the component.", lambda c: c.tasks),
-    ("executors", "Executors (threads) of the component.", lambda c: c.executors),
+    ("executors", "Executors of the component (each runs some of its tasks, in a thread of "
+                   "its own or in the worker's shared one).", lambda c: c.executors),
 ]
 
 _LATENCIES = [
-    ("execute", "Time inside the bolt's process() (Storm's execute latency), sampled."),
+    ("execute", "Time inside the bolt's process() (Storm's execute latency), every tuple."),
     ("process", "Time from a tuple's arrival at the bolt to its ack (Storm's process "
-                "latency), sampled."),
+                "latency): every tuple where process() acks it, else sampled."),
     ("complete", "Time from a spout emit to the tuple tree's completion (Storm's complete "
-                 "latency), sampled."),
+                 "latency), every tree."),
 ]
 
 _WORKER: list[tuple[str, str, str, Callable[[WorkerSummary], Any]]] = [
@@ -78,9 +79,9 @@ _WORKER: list[tuple[str, str, str, Callable[[WorkerSummary], Any]]] = [
      lambda w: w.rss_bytes),
     ("open_fds", "gauge", "Open file descriptors of the worker process.",
      lambda w: w.open_fds),
-    ("queued", "gauge", "Items in all executor receive queues of the worker.",
+    ("queued", "gauge", "Tuples waiting at the worker's executors (queues, batches in hand, held).",
      lambda w: w.queued),
-    ("transfer_queued", "gauge", "Batches in the worker's outbound transfer queue.",
+    ("transfer_queued", "gauge", "Tuples in the worker's outbound transfer queue.",
      lambda w: w.transfer_queued),
     ("transfer_queue_capacity", "gauge", "Capacity of the worker's transfer queue.",
      lambda w: w.transfer_capacity),
