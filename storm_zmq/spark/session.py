@@ -20,6 +20,7 @@ __all__ = [
     "SparkSpoutError",
     "build_session",
     "check_java",
+    "component_session",
     "column_problems",
     "spark_conf",
     "stop_session",
@@ -120,6 +121,27 @@ def build_session(conf: Mapping[str, Any], app_name: str, who: str) -> tuple[Any
             f"{type(exc).__name__}: {exc}"
         ) from exc
     return spark, not existed
+
+
+def component_session(base: Any, conf: Mapping[str, Any], app_name: str) -> tuple[Any, list[str]]:
+    """``(session, ignored)``: a session of its own for one spout task, sharing the
+    worker's Spark context, with the runtime (SQL) settings of `conf` applied to it
+    alone. Every spout of a worker shares one context, and `getOrCreate` writes each
+    caller's settings onto the shared session: two spouts with different
+    ``spark.sql.shuffle.partitions`` then planned their DataFrames with whichever
+    had started last, and the tasks of one spout partitioned differently, losing and
+    duplicating rows. `ignored` names the static settings `conf` sets that the
+    running context has otherwise (``spark.master``, memory, ...): one context per
+    worker, so the first spout's stand."""
+    session = base.newSession()
+    context_conf = base.sparkContext.getConf()
+    ignored = []
+    for key, value in spark_conf(conf, app_name).items():
+        if session.conf.isModifiable(key):
+            session.conf.set(key, value)
+        elif key in conf and context_conf.get(key, None) not in (None, value):
+            ignored.append(f"{key}={value} (the context has {context_conf.get(key)})")
+    return session, ignored
 
 
 def stop_session(spark: Any, shutdown_gateway: bool = False) -> None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import keyword
+import logging
 import os
 import re
 import threading
@@ -40,6 +42,7 @@ from storm_zmq.spark.session import (
     SparkSpoutError,
     build_session,
     column_problems,
+    component_session,
     stop_session,
 )
 from storm_zmq.topology.spec import ComponentSpec
@@ -57,6 +60,7 @@ _derived_columns: dict[str, list[str]] = {}
 # Tasks of this process using the session, and whether a spout created it: the last
 # task to clean up stops a session a spout created (never one the process had).
 _session_lock = threading.Lock()
+log = logging.getLogger(__name__)
 _session_users = 0
 _session_created = False
 
@@ -114,6 +118,7 @@ class SparkSpout(Spout):
     fetch = "auto"
     emit_batch: int | None = None
     progress_secs = 5.0
+    _initialized = False  # SparkSpout.initialize ran (a subclass's must call it)
 
     # -- the user's part -------------------------------------------------------------
 
@@ -145,6 +150,12 @@ class SparkSpout(Spout):
             raise SparkSpoutError(f"{self.who}: fetch must be one of {FETCH_MODES}, got {self.fetch!r}")
         max_pending = storm_conf.get("topology.max.spout.pending")
         self._max_pending: int | None = int(max_pending) if max_pending else None
+        if self.reliable and self._max_pending is None:
+            self.logger.warning(
+                "%s: topology.max.spout.pending is not set: the spout emits whole partitions "
+                "at once, and rows a slow topology does not ack within "
+                "topology.message.timeout.secs are replayed, again and again; set it (for "
+                "example to a few thousand) to keep what is in flight bounded", self.who)
         self._emit_batch = int(self.emit_batch or storm_conf.get("topology.producer.batch.size") or 100)
         self._stormid = context.get("stormid", "")
         # what the fetch thread hands over (deque: append/popleft are atomic)
@@ -172,18 +183,33 @@ class SparkSpout(Spout):
             target=self._fetch_loop, args=(plan,), name=f"spark-fetch-{name}-{self.task_id}", daemon=True
         )
         self._thread.start()
+        self._initialized = True
 
-    def open_source(self, conf: dict[str, Any], context: dict[str, Any]) -> Callable[[], Any]:
+    def _guarantee(self) -> str:
+        if not self.reliable:
+            return "unreliable: at most once"
+        if self.storm_conf.get("topology.acker.executors") == 0:
+            return "reliable, but acking is off (topology.acker.executors: 0): at most once"
+        return "reliable"
+
+    def open_source(self, conf: dict[str, Any], context: dict[str, Any]) -> Any:
         """Start Spark, call `source`, check the columns (in `initialize`, so that a
         mistake stops the run at once); return what the fetch thread calls to plan
         the partitions: a fetcher (``name``, ``num_partitions``, ``fetch(p)``).
-        Override to feed the spout from somewhere else (see `ListFetcher`)."""
+        Override to feed the spout from somewhere else: return a fetcher such as
+        `ListFetcher`, or a callable that makes one in the fetch thread."""
         global _session_created
         app_name = f"storm-zmq {self._stormid or self.component_name}".strip()
-        self.spark, created = build_session(conf, app_name, self.who)
+        base, created = build_session(conf, app_name, self.who)
         if created:
             with _session_lock:
                 _session_created = True
+        self.spark, ignored = component_session(base, conf, app_name)
+        if ignored:
+            self.logger.warning(
+                "%s: ignoring static Spark setting(s) %s: the tasks of a worker share one Spark "
+                "context, started with the first spout's settings; set them alike for every "
+                "Spark spout of the topology (its config or storm.yaml)", self.who, ", ".join(ignored))
         df = _call_source(self, self.spark, self.who)
         df = shape_dataframe(df, _declared_fields(type(self)) or [], self.who)
         self.columns = list(df.columns)
@@ -215,7 +241,7 @@ class SparkSpout(Spout):
         executor thread, then free what it is done with until the spout stops."""
         doing = "planning the DataFrame"
         try:
-            fetcher = plan()
+            fetcher = plan() if callable(plan) else plan
             mine = partitions_for_task(fetcher.num_partitions, self.task_index, self.task_count)
             self._inbox.append(("plan", fetcher.name, fetcher.num_partitions, mine))
             for partition in mine:
@@ -273,7 +299,7 @@ class SparkSpout(Spout):
                     "%s: the DataFrame has %d partition(s); this task (%d of %d) streams %s "
                     "(fetch: %s, %s)", self.who, self._num_partitions, self.task_index + 1,
                     self.task_count, describe_partitions(mine) or "none", self._fetch_name,
-                    "reliable" if self.reliable else "unreliable",
+                    self._guarantee(),
                 )
             else:
                 raise message[1]
@@ -305,6 +331,11 @@ class SparkSpout(Spout):
         self._wake.set()
 
     def next_tuple(self) -> None:
+        if not self._initialized:
+            raise SparkSpoutError(
+                f"{type(self).__name__}: SparkSpout.initialize() did not run: an initialize() "
+                "of a subclass must call super().initialize(storm_conf, context), after "
+                "setting what source() needs")
         if self._inbox:
             self._take_inbox()
         ledger = self._ledger
@@ -425,6 +456,8 @@ def _short(exc: BaseException, limit: int = 600) -> str:
     text = str(exc).strip()
     lines = [line for line in text.splitlines() if line.strip()]
     head = lines[0] if lines else ""
+    if type(exc).__name__ == "PythonException" and len(lines) > 1:
+        head = f"{head.rstrip(':')}: {lines[-1].strip()}"  # the Python worker's own error
     if len(head) > limit:
         head = head[:limit] + " …"
     return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
@@ -451,6 +484,13 @@ def shape_dataframe(df: Any, fields: Sequence[str], who: str) -> Any:
         if set(fields) <= set(columns):
             df = df.select(*fields)
         elif len(fields) == len(columns):
+            moved = [f for i, f in enumerate(fields) if f in columns and columns[i] != f]
+            if moved:
+                raise SparkSpoutError(
+                    f"{who}: outputs {list(fields)} rename the columns {columns} by position, "
+                    f"but {moved} {'is a column' if len(moved) == 1 else 'are columns'} at "
+                    "another position: name columns to select them, or new names to rename all"
+                )
             df = df.toDF(*fields)
         else:
             raise SparkSpoutError(
@@ -460,6 +500,12 @@ def shape_dataframe(df: Any, fields: Sequence[str], who: str) -> Any:
     problems = column_problems(df.schema)
     if problems:
         raise SparkSpoutError(f"{who}: " + "; ".join(problems))
+    unreachable = [c for c in df.columns
+                   if not c.isidentifier() or keyword.iskeyword(c) or c.startswith("_")]
+    if unreachable:
+        log.warning("%s: field(s) %s are not Python attribute names: tup.values.<name> cannot "
+                    "reach them (by position it can); alias them in source() or declare "
+                    "`outputs`", who, unreachable)
     return df
 
 

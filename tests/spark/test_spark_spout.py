@@ -94,6 +94,12 @@ def test_outputs_default_to_the_columns_and_may_select_or_rename(spark: Any) -> 
     with pytest.raises(SparkSpoutError, match=r"outputs \['a', 'nope'\] are neither columns .* \['a', 'b', 'c'\]"):
         SpoutHarness(Wrong, name="wrong")
 
+    class Moved(Columns):  # meant ["c", "a", "b"] or a rename: "c" would hold a's values
+        outputs = ["c", "x", "y"]
+
+    with pytest.raises(SparkSpoutError, match=r"by position, but \['c'\] is a column at another position"):
+        SpoutHarness(Moved, name="moved")
+
 
 @pytest.mark.parametrize("mode", MODES)
 def test_nested_values_arrive_as_plain_python(spark: Any, mode: str) -> None:
@@ -179,3 +185,102 @@ def test_java_missing_stops_initialize(spark: Any, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(SparkSpoutError, match="spark spout 'lines' task 1: Java not found"):
         SpoutHarness(Any_, name="lines")
+
+
+def test_spouts_of_one_worker_plan_with_their_own_sql_settings(spark: Any) -> None:
+    """Two Spark spouts in one process (a worker) share its Spark context. Each
+    task plans with its own component's runtime settings, whatever the other set
+    since: with a shared session, the second spout's shuffle partitions were the
+    first's tasks' too, and a spout's tasks disagreed on the partitioning."""
+    from pyspark.sql import functions as F
+
+    class Keys(SparkSpout):
+        outputs = ["k", "n"]
+
+        def source(self, spark):
+            return spark.range(0, 2000, 1, 4).groupBy((F.col("id") % 100).alias("k")).count()
+
+    def task(shuffle: int, index: int) -> SpoutHarness:
+        conf = {"spark.sql.shuffle.partitions": shuffle, "spark.sql.adaptive.enabled": False}
+        return SpoutHarness(Keys, conf, name=f"keys{shuffle}", task=index + 1)
+
+    first = task(3, 0)
+    other = task(7, 0)
+    first_again = task(3, 1)  # a second task of the first spout, after the other started
+    counts = {}
+    for name, harness in (("first", first), ("other", other), ("first_again", first_again)):
+        drive(harness)
+        counts[name] = harness.component._num_partitions
+        assert sorted(e.values[0] for e in harness.emits) == list(range(100)), name
+        harness.component.cleanup()
+    assert counts == {"first": 3, "other": 7, "first_again": 3}
+
+
+def test_a_python_udf_that_raises_is_named_by_its_own_error(spark: Any) -> None:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+
+    def poisoned(i):
+        if i == 7:
+            raise ZeroDivisionError("udf fails on row 7")
+        return i
+
+    class Udf(SparkSpout):
+        outputs = ["id"]
+        fetch = "rows"
+
+        def source(self, spark):
+            return spark.range(0, 10, 1, 1).select(F.udf(poisoned, LongType())("id").alias("id"))
+
+    harness = SpoutHarness(Udf, name="udf")
+    with pytest.raises(SparkSpoutError, match=r"fetching partition 0 failed: PythonException: .*"
+                                              r"ZeroDivisionError: udf fails on row 7"):
+        drive(harness)
+    harness.component.cleanup()
+
+
+def test_an_initialize_that_skips_super_is_told_so(spark: Any) -> None:
+    class Forgetful(SparkSpout):
+        outputs = ["id"]
+
+        def initialize(self, conf, ctx):
+            self.limit = 5
+
+        def source(self, spark):  # pragma: no cover - never reached
+            return spark.range(self.limit)
+
+    harness = SpoutHarness(Forgetful, name="forgetful")
+    with pytest.raises(SparkSpoutError, match=r"must call super\(\).initialize\(storm_conf, context\)"):
+        harness.next_tuple()
+
+
+def test_open_source_may_return_a_fetcher(spark: Any) -> None:
+    from storm_zmq.spark.spout import ListFetcher
+
+    class InMemory(SparkSpout):
+        outputs = ["id"]
+
+        def open_source(self, conf, context):
+            return ListFetcher([[(1,), (2,)], [(3,)]])
+
+    harness = SpoutHarness(InMemory, {"topology.max.spout.pending": 10}, name="mem")
+    drive(harness)
+    assert sorted(e.values[0] for e in harness.emits) == [1, 2, 3]
+    harness.component.cleanup()
+
+
+def test_what_would_go_wrong_quietly_is_warned_about(spark: Any, caplog: pytest.LogCaptureFixture) -> None:
+    from pyspark.sql import functions as F
+
+    class Loose(SparkSpout):  # reliable, no max pending; a column named by Spark
+        def source(self, spark):
+            return spark.range(3).select(F.col("id"), F.col("id") + 1)
+
+    with caplog.at_level("WARNING"):
+        harness = SpoutHarness(Loose, name="loose")
+        drive(harness)
+        harness.component.cleanup()
+    text = caplog.text
+    assert "topology.max.spout.pending is not set" in text
+    assert "['(id + 1)'] are not Python attribute names" in text
+    assert [tuple(e.values) for e in harness.emits] == [(0, 1), (1, 2), (2, 3)]
