@@ -116,9 +116,11 @@ def build_session(conf: Mapping[str, Any], app_name: str, who: str) -> tuple[Any
         with unpinned():  # a local Spark's JVM gets every core, not the worker's one
             spark = builder.getOrCreate()
     except Exception as exc:
-        raise SparkSpoutError(
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        cause = f"{type(exc).__name__}: {lines[0][:600] if lines else ''}".rstrip(": ")
+        raise SparkSpoutError(  # the first line: py4j errors carry the whole Java stack
             f"{who}: cannot start a Spark session (spark.master={settings['spark.master']}): "
-            f"{type(exc).__name__}: {exc}"
+            f"{cause}; Spark's log above has the details"
         ) from exc
     return spark, not existed
 

@@ -225,6 +225,15 @@ class SparkSpout(Spout):
         self._demand.release()
         self._wake.set()
         thread.join(2.0)
+        ledger = self._ledger
+        if ledger is not None and not ledger.all_done:
+            # stopped before the end (-t, Ctrl-C, kill): what got through, since a new
+            # run starts again from the first row (there is no resume)
+            done = [p for p in ledger.partitions if ledger.is_done(p)]
+            self.logger.warning(
+                "%s: stopped before the end: %s; partitions done: %s; a new run starts from "
+                "the first row", self.who, self.progress_line(),
+                describe_partitions(done) or "none")
         with _session_lock:
             _session_users -= 1
             last = _session_users == 0 and _session_created

@@ -4,6 +4,7 @@ of nested types, and the errors a user can make."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -284,3 +285,24 @@ def test_what_would_go_wrong_quietly_is_warned_about(spark: Any, caplog: pytest.
     assert "topology.max.spout.pending is not set" in text
     assert "['(id + 1)'] are not Python attribute names" in text
     assert [tuple(e.values) for e in harness.emits] == [(0, 1), (1, 2), (2, 3)]
+
+
+def test_a_spout_stopped_before_the_end_says_what_got_through(
+        spark: Any, caplog: pytest.LogCaptureFixture) -> None:
+    class Numbers(SparkSpout):
+        outputs = ["id"]
+
+        def source(self, spark):
+            return spark.range(0, 30, 1, 3)
+
+    harness = SpoutHarness(Numbers, {"topology.max.spout.pending": 100}, name="numbers")
+    deadline = time.monotonic() + 60
+    while not harness.component._ledger or not harness.component._ledger.partitions_done:
+        assert time.monotonic() < deadline, "no partition done"
+        for emit in harness.next_tuple():
+            harness.ack(emit.tup_id)
+        time.sleep(0.002)
+    with caplog.at_level("WARNING"):
+        harness.component.cleanup()  # as a run stopped by -t does
+    assert re.search(r"spark spout 'numbers' task 1: stopped before the end: .*partitions done: 0"
+                     r".*a new run starts from the first row", caplog.text), caplog.text
