@@ -63,11 +63,19 @@ class RunStats:
         return self.backlog() == (0, 0)
 
     def backlog(self) -> tuple[int, int]:
-        """(tuple trees pending at the spouts, tuples queued anywhere) as last reported."""
+        """(tuple trees pending at the spouts, tuples queued anywhere) as last reported.
+        Queued includes the task messages a send thread holds and those the workers
+        sent each other and have not yet received: a first batch waits for its
+        connection to be made, in no queue, and acking off nothing else says it is
+        coming."""
         totals = self.totals()
         pending = sum(t["pending"] for t in totals.values())
-        queued = sum(t["queued"] for t in totals.values()) + sum(
-            r.get("transfer_queued", 0) for r in self.latest.values())
+        reports = self.latest.values()
+        in_transit = (sum(r.get("remote_sent", 0) for r in reports)
+                      - sum(r.get("remote_received", 0) for r in reports))
+        queued = (sum(t["queued"] for t in totals.values())
+                  + sum(r.get("transfer_queued", 0) + r.get("sending", 0) for r in reports)
+                  + max(0, in_transit))
         return pending, queued
 
     def percentile(self, fraction: float) -> float | None:

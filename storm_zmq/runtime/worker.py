@@ -109,6 +109,14 @@ class WorkerState:
         self.storm_id = assignment.storm_id
         self.stopping = threading.Event()
         self.refused = RefusalLog(log, f"worker {worker_index}")
+        # Task messages handed to the transport for peers, and taken from it for this
+        # worker's tasks (or refused: they arrived). Summed over a run's workers, their
+        # difference is what the network holds, which no queue shows (local.py's drain).
+        self.remote_sent = 0  # the send thread's
+        self.remote_received = 0  # the receive thread's
+        # Task messages the send thread took from the transfer queue and has not
+        # handed over yet (a peer's connection still being made): in no queue either.
+        self.sending = 0
         self.local_executors = assignment.executors_of(worker_index)
         receive_size = int(conf["topology.executor.receive.buffer.size"])
         self._executor_tasks = {e.index: e.tasks for e in self.local_executors}
@@ -601,6 +609,9 @@ class Worker:
             **_process_usage(),
             "components": components,
             "transfer_queued": len(state.transfer),
+            "sending": state.sending,
+            "remote_sent": state.remote_sent,
+            "remote_received": state.remote_received,
             "transfer_capacity": state.transfer.capacity,
             "refused": dict(state.refused.counts),
             "transport": self.server.stats() if self.server is not None else {},
@@ -714,10 +725,12 @@ class Worker:
                 if messages:
                     by_executor: dict[int, list[Any]] = {}
                     weights: dict[int, int] = {}  # the tuples each executor's messages carry
+                    state.remote_received += len(messages)
                     for message in messages:
                         where = location.get(message.task, -1)
                         if where < 0:
                             if message.task == BACKPRESSURE_TASK:
+                                state.remote_received -= 1  # a status, not a task message
                                 self._on_status(message.message)
                             else:
                                 state.refused.record(
@@ -860,19 +873,24 @@ class Worker:
                     grouped[batch.worker] = batch
                 else:
                     existing.extend(batch)
+            state.sending = sum(len(messages) for messages in grouped.values())
             for worker, messages in grouped.items():
                 self._send(worker, messages)
+            state.sending = 0
 
     def _send(self, worker: int, messages: list[Any]) -> None:
         """Send to a peer, waiting as long as it takes (nothing is dropped), but in
         slices: between them the thread follows a peer that moved (a send to where
         it was would otherwise wait for ever) and notices the worker stopping."""
         gave_up_at = None
+        state = self.state
         while True:
             try:
                 self.clients[worker].send(messages)
+                state.remote_sent += len(messages)
                 return
             except SendTimeout as exc:
+                state.remote_sent += len(messages) - len(exc.unsent)
                 messages = exc.unsent
             self._apply_peer_updates()
             if self.state.stopping.is_set():

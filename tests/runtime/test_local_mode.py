@@ -186,7 +186,7 @@ def test_the_drain_waits_for_the_tuple_a_bolt_is_running(tmp_path: Path) -> None
     assert "every spout is exhausted" in result.stdout
     assert "dropped" not in result.stderr and "warning" not in result.stderr.lower(), result.stderr
     sinks = outputs(tmp_path, "sink")
-    assert sorted(i for seen in sinks.values() for i in seen) == [0, 1, 2, 3], sinks
+    assert sorted(i for seen in sinks.values() for i in seen) == [0, 1, 2, 3], (sinks, result.stdout, result.stderr)
 
 
 def test_a_long_drain_says_what_it_waits_for_and_ctrl_c_ends_it(tmp_path: Path) -> None:

@@ -42,9 +42,11 @@ def entry(**counters: Any) -> dict[str, Any]:
 
 
 def report(transfer_queued: int = 0, refused: dict[str, int] | None = None,
+           remote_sent: int = 0, remote_received: int = 0, sending: int = 0,
            **components: dict[str, Any]) -> dict[str, Any]:
     return {"components": dict(components), "transfer_queued": transfer_queued,
-            "refused": refused or {}, "transport": {}}
+            "refused": refused or {}, "transport": {}, "sending": sending,
+            "remote_sent": remote_sent, "remote_received": remote_received}
 
 
 def stand_in(**kinds: str | tuple[str, int]) -> Any:
@@ -189,6 +191,21 @@ def test_drained(stats: RunStats) -> None:
     assert not stats.drained()
     stats.update(1, report(words=entry(), counter=entry()))
     assert stats.drained()
+
+
+def test_messages_sent_and_not_yet_received_are_queued(stats: RunStats) -> None:
+    # worker 0 sent 5 task messages to worker 1, which has taken 3 from the transport
+    stats.update(0, report(remote_sent=5, remote_received=0, words=entry(), counter=entry()))
+    stats.update(1, report(remote_sent=0, remote_received=3, words=entry(), counter=entry()))
+    assert stats.backlog() == (0, 2) and not stats.drained()
+    stats.update(1, report(remote_sent=0, remote_received=5, words=entry(), counter=entry()))
+    assert stats.drained()
+    stats.update(0, report(remote_sent=5, sending=3, words=entry(), counter=entry()))
+    assert stats.backlog() == (0, 3), "a send thread's messages waiting for a connection"
+    stats.update(0, report(remote_sent=5, words=entry(), counter=entry()))
+    # more received than sent (a stranger's messages refused as unknown): not negative
+    stats.update(1, report(remote_sent=0, remote_received=9, words=entry(), counter=entry()))
+    assert stats.backlog() == (0, 0)
 
 
 def test_reported_since(stats: RunStats) -> None:
