@@ -56,7 +56,7 @@ def test_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 @pytest.mark.parametrize(("suffix", "magic"), [(".png", b"\x89PNG"), (".svg", b"<?xml")])
 def test_an_image_suffix_is_drawn_by_graphviz(tmp_path: Path, suffix: str, magic: bytes) -> None:
     if shutil.which("dot") is None:
-        pytest.skip("Graphviz's dot is not installed on this machine (.ci/run installs graphviz)")
+        pytest.skip("Graphviz's dot is not installed on this machine (scripts/system-deps.sh installs graphviz as root)")
     out = tmp_path / f"graph{suffix}"
     assert main(["visualize", WORDCOUNT, "-o", str(out)]) == 0
     assert out.read_bytes().startswith(magic)

@@ -16,8 +16,8 @@ _SCOPES = ("data-component", "data-worker", "data-scope")
 def chromium() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     if path is None:
-        pytest.fail("the UI tests need Debian's chromium (apt-get install chromium; .ci/run "
-                    "installs it)")
+        pytest.fail("the UI tests need Debian's chromium (apt-get install chromium; as root, "
+                    "scripts/test.sh installs it: scripts/system-deps.sh)")
     return path
 
 
