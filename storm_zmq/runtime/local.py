@@ -34,9 +34,9 @@ PROGRESS_INTERVAL = 2.0
 #: A drain still going after this long is announced (it may take up to
 #: topology.message.timeout.secs).
 DRAIN_NOTICE_SECS = 2.0
-#: While draining, workers are asked for a report this often: a round of reports
-#: apart is long beside a batch's hop between workers (about a millisecond), and a
-#: batch an executor is running counts as queued until its output is flushed.
+#: While draining, workers are asked for a report this often. Short rounds are safe
+#: because a report counts every place a tuple can be (RunStats.backlog): queues, the
+#: batch an executor is running, the send thread's hand, and messages between workers.
 DRAIN_ROUND_SECS = 0.1
 
 

@@ -893,7 +893,7 @@ class Worker:
                 state.remote_sent += len(messages) - len(exc.unsent)
                 messages = exc.unsent
             self._apply_peer_updates()
-            if self.state.stopping.is_set():
+            if state.stopping.is_set():
                 gave_up_at = gave_up_at or time.monotonic() + SHUTDOWN_SEND_GRACE
                 if time.monotonic() >= gave_up_at:
                     log.warning("stopping: %d message(s) for worker %d not sent (it does "

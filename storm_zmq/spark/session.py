@@ -21,6 +21,7 @@ __all__ = [
     "build_session",
     "check_java",
     "component_session",
+    "short_error",
     "column_problems",
     "spark_conf",
     "stop_session",
@@ -94,6 +95,19 @@ def spark_conf(conf: Mapping[str, Any], app_name: str) -> dict[str, str]:
     return settings
 
 
+def short_error(exc: BaseException, limit: int = 600) -> str:
+    """``Type: the message's first line`` (a Python UDF's: and its own error, the last
+    line): py4j errors carry whole Java stacks. For every message naming a cause."""
+    text = str(exc).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    head = lines[0] if lines else ""
+    if type(exc).__name__ == "PythonException" and len(lines) > 1:
+        head = f"{head.rstrip(':')}: {lines[-1].strip()}"  # the Python worker's own error
+    if len(head) > limit:
+        head = head[:limit] + " …"
+    return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
+
+
 def build_session(conf: Mapping[str, Any], app_name: str, who: str) -> tuple[Any, bool]:
     """``(spark, created)``: the SparkSession for `conf` (getOrCreate, so tasks of one
     worker share it), and whether this call created it. Raises `SparkSpoutError`
@@ -116,11 +130,9 @@ def build_session(conf: Mapping[str, Any], app_name: str, who: str) -> tuple[Any
         with unpinned():  # a local Spark's JVM gets every core, not the worker's one
             spark = builder.getOrCreate()
     except Exception as exc:
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        cause = f"{type(exc).__name__}: {lines[0][:600] if lines else ''}".rstrip(": ")
-        raise SparkSpoutError(  # the first line: py4j errors carry the whole Java stack
+        raise SparkSpoutError(
             f"{who}: cannot start a Spark session (spark.master={settings['spark.master']}): "
-            f"{cause}; Spark's log above has the details"
+            f"{short_error(exc)}; Spark's log above has the details"
         ) from exc
     return spark, not existed
 

@@ -43,6 +43,7 @@ from storm_zmq.spark.session import (
     build_session,
     column_problems,
     component_session,
+    short_error,
     stop_session,
 )
 from storm_zmq.topology.spec import ComponentSpec
@@ -271,7 +272,7 @@ class SparkSpout(Spout):
         except BaseException as exc:
             if self._stopping.is_set():
                 return
-            error = SparkSpoutError(f"{self.who}: {doing} failed: {_short(exc)}")
+            error = SparkSpoutError(f"{self.who}: {doing} failed: {short_error(exc)}")
             error.__cause__ = exc
             self._inbox.append(("error", error))
 
@@ -460,23 +461,11 @@ class SparkSpout(Spout):
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _short(exc: BaseException, limit: int = 600) -> str:
-    """``Type: first lines of the message``: py4j errors carry whole Java stacks."""
-    text = str(exc).strip()
-    lines = [line for line in text.splitlines() if line.strip()]
-    head = lines[0] if lines else ""
-    if type(exc).__name__ == "PythonException" and len(lines) > 1:
-        head = f"{head.rstrip(':')}: {lines[-1].strip()}"  # the Python worker's own error
-    if len(head) > limit:
-        head = head[:limit] + " …"
-    return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
-
-
 def _call_source(spout: SparkSpout, spark: Any, who: str) -> Any:
     try:
         df = spout.source(spark)
     except Exception as exc:
-        raise SparkSpoutError(f"{who}: source() raised {_short(exc)}") from exc
+        raise SparkSpoutError(f"{who}: source() raised {short_error(exc)}") from exc
     if not hasattr(df, "schema") or not hasattr(df, "columns"):
         raise SparkSpoutError(f"{who}: source() must return a Spark DataFrame, got {type(df).__name__}")
     return df
