@@ -182,12 +182,22 @@ def _warn_if_short_of_slots(slots: int, workers: int, name: str) -> None:
               "-n to fewer workers)", file=sys.stderr)
 
 
-def _find(state: Any, name: str) -> tuple[str, dict[str, Any]]:
-    """The live (not killed) topology called `name`."""
+def _named(state: Any, name: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every topology called `name`, killed ones too: (id, record)."""
+    found = []
     for topology_id in state.topologies():
         record = state.get_topology(topology_id)
-        if record and record["name"] == name and record["status"] != "killed":
-            return topology_id, record
+        if record and record["name"] == name:
+            found.append((topology_id, record))
+    return found
+
+
+def _find(state: Any, name: str, killed_too: bool = False) -> tuple[str, dict[str, Any]]:
+    """The live topology called `name`; with `killed_too`, a killed one still
+    waiting for its removal when no live one has the name."""
+    named = sorted(_named(state, name), key=lambda found: found[1]["status"] == "killed")
+    if named and (killed_too or named[0][1]["status"] != "killed"):
+        return named[0]
     raise UsageError(f"no running topology named {name!r} (see storm-zmq list)")
 
 
@@ -216,6 +226,21 @@ def _store_secrets(state: Any, topology_id: str, topology_conf: dict[str, Any]) 
     if authenticated and state.auth is None:
         print("warning: storm.zookeeper.auth.* is not set: any ZooKeeper client can read "
               "this topology's transport secrets (docs/security.md)", file=sys.stderr)
+
+
+def _refuse_taken_name(name: str, topology_id: str, record: dict[str, Any]) -> None:
+    """Storm's AlreadyAliveException: a name is taken until nimbus has removed its
+    topology, a killed one too. Two topologies of one name would share every
+    command that takes the name (`kill`, `logs`, `stats`), and a killed one's
+    workers are still draining."""
+    if record["status"] != "killed":
+        raise UsageError(f"topology {name!r} is already running as {topology_id}; "
+                         f"kill it first (storm-zmq kill {name})")
+    left = float(record.get("kill_at", 0)) - time.time()
+    when = f"in about {left:.0f} s" if left >= 1 else "at nimbus's next round"
+    raise UsageError(f"topology {name!r} ({topology_id}) is killed and still draining: nimbus "
+                     f"removes it {when}; submit again after that, or remove it now with "
+                     f"storm-zmq kill {name} -w 0")
 
 
 def submit_topology(args: argparse.Namespace) -> int:
@@ -250,11 +275,8 @@ def submit_topology(args: argparse.Namespace) -> int:
     storable_conf = _storable_conf(topology_conf)
     state = _state(conf)
     try:
-        for topology_id in state.topologies():
-            record = state.get_topology(topology_id)
-            if record and record["name"] == name and record["status"] != "killed":
-                raise UsageError(f"topology {name!r} is already running as {topology_id}; "
-                                 f"kill it first (storm-zmq kill {name})")
+        for topology_id, record in _named(state, name):
+            _refuse_taken_name(name, topology_id, record)
         topology_id = f"{name}-{int(time.time())}"
         print(f"uploading {len(package.data):,} bytes of code ({len(package.files)} files)",
               file=sys.stderr, flush=True)
@@ -299,7 +321,10 @@ def submit_topology(args: argparse.Namespace) -> int:
 
 def kill_topology(args: argparse.Namespace) -> int:
     with _cluster(args) as state:
-        topology_id, record = _find(state, args.name)
+        # A killed topology may be killed again, as in Storm: the new wait replaces
+        # the old one (`-w 0` removes a draining topology at nimbus's next round).
+        topology_id, record = _find(state, args.name, killed_too=True)
+        again = record["status"] == "killed"
         wait = args.wait if args.wait is not None else float(record["conf"]["topology.message.timeout.secs"])
         # A wait, not a deadline: nimbus counts it by its own clock (no clock of
         # this host is compared with nimbus's). kill_at only for a nimbus from
@@ -307,7 +332,8 @@ def kill_topology(args: argparse.Namespace) -> int:
         state.set_topology(topology_id, {**record, "status": "killed", "kill_wait": wait,
                                          "kill_at": time.time() + wait})
         leads = _nimbus_leads(state)
-    print(f"killed {args.name!r} ({topology_id}): deactivated; nimbus removes it {wait:g} s "
+    what = "killed again" if again else "killed"
+    print(f"{what} {args.name!r} ({topology_id}): deactivated; nimbus removes it {wait:g} s "
           "after it sees the kill")
     _warn_without_nimbus(leads)
     return 0

@@ -227,9 +227,10 @@ class Nimbus:
         if record is None:
             return used
         if record["status"] == "killed":
-            # The wait runs from when this nimbus first saw the kill.
+            # The wait runs from when this nimbus first saw the kill; a kill of
+            # the killed topology (another kill_at) starts its new wait again.
             wait = kill_wait(record)
-            self._kills.observe(topology_id, wait, now)
+            self._kills.observe(topology_id, (wait, record.get("kill_at")), now)
             killed.add(topology_id)
             if self._kills.age(topology_id, now) >= wait:
                 self._remove(topology_id)

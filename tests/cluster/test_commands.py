@@ -119,6 +119,35 @@ def test_a_kill_during_a_rebalances_wait_wins(
     assert state.get_topology(TID) is None
 
 
+def test_a_killed_topologys_name_is_taken_until_nimbus_removes_it(
+        nimbus: Nimbus, zk_conf: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    """Storm's AlreadyAliveException: a killed topology still drains, and a second
+    one of its name would share every command that takes the name."""
+    state = nimbus.state
+    topology_on_one_worker(state, "active")
+    overrides = cli_overrides(zk_conf)
+    assert main(["kill", "ids", "-w", "30", *overrides]) == 0
+    nimbus.monitor(now=1000.0)
+    capsys.readouterr()
+    assert main(["submit", str(WORDCOUNT), "-n", "ids", *overrides]) == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert "topology 'ids' (ids-1) is killed and still draining: nimbus removes it in about" \
+        in error and "storm-zmq kill ids -w 0" in error, error
+    assert state.topologies() == [TID]  # nothing of the refused submit was stored
+    for command in (["rebalance", "ids"], ["activate", "ids"]):  # only kill takes it
+        assert main([*command, *overrides]) == 2
+        assert "no running topology named 'ids'" in capsys.readouterr().err
+    assert (state.get_topology(TID) or {})["status"] == "killed"
+    # killed again with a shorter wait: it starts from this kill, as Storm's does
+    assert main(["kill", "ids", "-w", "0", *overrides]) == 0
+    assert capsys.readouterr().out.startswith("killed again 'ids' (ids-1): deactivated; "
+                                              "nimbus removes it 0 s after")
+    nimbus.monitor(now=1001.0)
+    assert state.get_topology(TID) is None
+    assert main(["submit", str(WORDCOUNT), "-n", "ids", *overrides]) == 0
+    assert [(state.get_topology(t) or {}).get("status") for t in state.topologies()] == ["active"]
+
+
 @pytest.mark.parametrize("command", [["kill", "ids"], ["rebalance", "ids"],
                                      ["submit", str(WORDCOUNT), "-n", "wc"]])
 def test_a_request_without_nimbus_warns_that_nothing_happens_yet(
