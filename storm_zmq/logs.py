@@ -127,7 +127,8 @@ class _LoggerWriter(io.TextIOBase):
 
 def configure_worker_logging(
     conf: dict[str, Any], log_file: Path | None, prefix: str, *,
-    stderr: bool = True, capture_stdio: bool = False, level: int = logging.INFO,
+    stderr: bool = True, capture_stdio: bool = False, capture_stdout: bool = False,
+    level: int = logging.INFO,
 ) -> logging.Handler | None:
     """Set up a worker process's logging; return the file handler, if any.
 
@@ -137,7 +138,11 @@ def configure_worker_logging(
     A cluster worker passes ``stderr=False, capture_stdio=True``: its stderr is the
     supervisor's unrotated ``.out`` file, so copying every record there would undo
     the rotation; instead ``print()`` and ``sys.stderr`` are captured into the log.
-    `prefix` names the worker on every line (``<topology-id> worker-<n>``).
+    A local-mode worker passes `capture_stdout`: its ``print()`` becomes a record
+    (logger ``STDOUT``) on its stderr, named by the worker like the rest of its
+    output, instead of landing unprefixed among the run's progress lines on stdout.
+    `prefix` names the worker on every line (``<topology-id> worker-<n>``, or
+    ``worker-<n>`` in local mode).
     """
     root = logging.getLogger()
     for handler in list(root.handlers):
@@ -164,7 +169,9 @@ def configure_worker_logging(
                 faulthandler.enable(file=real_stderr)
             except (AttributeError, ValueError, io.UnsupportedOperation):
                 pass
+    if capture_stdio or capture_stdout:
         sys.stdout = _LoggerWriter(logging.getLogger("STDOUT"), logging.INFO, real_stderr)
+    if capture_stdio:
         sys.stderr = _LoggerWriter(logging.getLogger("STDERR"), logging.WARNING, real_stderr)
     return file_handler
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from storm_zmq.component import Tuple
+from storm_zmq.logs import configure_worker_logging
 from storm_zmq.messaging import Connection, load_context
 from storm_zmq.messaging.base import SendTimeout, TaskMessage
 from storm_zmq.messaging.counters import RefusalLog
@@ -929,12 +930,10 @@ def worker_main(spec: dict[str, Any], pipe: Any) -> None:
     # Ctrl-C in a terminal reaches the whole process group: the runner orchestrates
     # the graceful stop, so a worker must not die of it on its own.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.basicConfig(
-        level=logging.INFO,
-        format=f"%(asctime)s worker-{spec['worker_index']} %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    # The terminal's stderr, every line named by the worker; a component's print()
+    # too (the run's own progress and summary are on stdout).
+    configure_worker_logging(spec["conf"], None, f"worker-{spec['worker_index']}",
+                             capture_stdout=True)
     try:
         code = Worker(spec, PipeControl(pipe)).run()
     except BaseException as exc:

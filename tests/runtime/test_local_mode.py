@@ -173,6 +173,10 @@ def test_emits_in_cleanup_are_flushed_with_a_warning(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "component 'cleaner' task" in result.stderr
     assert "emitted 1 tuple(s) in cleanup()" in result.stderr
+    # a component's print() is a record of its worker, on stderr, not among the
+    # run's progress and summary on stdout
+    assert " worker-0 INFO STDOUT: cleaner counted 50\n" in result.stderr, result.stderr
+    assert "cleaner counted" not in result.stdout, result.stdout
 
 
 def test_the_drain_waits_for_the_tuple_a_bolt_is_running(tmp_path: Path) -> None:

@@ -295,4 +295,5 @@ class CleanupBolt(Bolt):
         if self.mode == "raise":
             raise RuntimeError("cleanup failed on purpose")
         if self.mode == "emit":
+            print(f"cleaner counted {self.count}")
             self.emit([self.count])
