@@ -11,7 +11,7 @@ times over (default 3):
   over the steady-state window (the first quarter of the run, at least 1 s, is
   start-up and left out; the drain after the run is never counted). Acking on is
   the default ``topology.acker.executors`` (one acker per worker) with the word
-  count's ``topology.max.spout.pending`` of 5000; acking off is
+  count's ``topology.max.spout.pending`` of 1000; acking off is
   ``topology.acker.executors=0`` and ``topology.max.spout.pending=null``, where the
   spout is held back only by the bounded queues;
 * complete latency (acking on): ``topologies/throughput_vs_latency.py``, the same
