@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -127,3 +128,28 @@ def raw_client(zookeeper: ZooKeeperServer) -> Iterator[KazooClient]:
 def cli_overrides(conf: dict[str, Any]) -> list[str]:
     """`-o key=value` arguments giving a `storm-zmq` command `conf` (values as JSON)."""
     return [arg for key, value in conf.items() for arg in ("-o", f"{key}={json.dumps(value)}")]
+
+
+def expire_session(state: ClusterState, hosts: str, timeout: float = 10.0) -> int:
+    """Have ZooKeeper expire `state`'s session for real, as ZooKeeper's own tests do:
+    a second client takes the session over (same id and password) and closes it, so
+    the server deletes its ephemeral nodes and the owner is told it expired. Returns
+    the session id `state` has once it is connected again (a new one). Repeated in the
+    rare case the owner wins its session back before the second client closes it."""
+    old = state.session_id
+    deadline = time.monotonic() + timeout
+    while True:
+        client_id = state._client.client_id
+        if client_id is not None and client_id[0] == old:
+            hijacker = KazooClient(hosts=hosts, client_id=client_id)
+            hijacker.start(timeout=10)
+            hijacker.stop()
+            hijacker.close()
+        until = min(time.monotonic() + 3, deadline)
+        while time.monotonic() < until:
+            new = state.session_id
+            if new not in (None, old) and state.connected.is_set():
+                return new
+            time.sleep(0.02)
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"session {old:#x} never expired")

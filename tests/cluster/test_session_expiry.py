@@ -20,7 +20,7 @@ from storm_zmq.cluster.nimbus import Nimbus
 from storm_zmq.cluster.state import ClusterState
 from storm_zmq.cluster.supervisor import Supervisor
 from storm_zmq.config import DEFAULTS
-from tests.zk_fixtures import ZooKeeperServer, cli_overrides, free_port
+from tests.zk_fixtures import ZooKeeperServer, cli_overrides, expire_session, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -36,31 +36,6 @@ def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 10.0) -> 
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.02)
-
-
-def expire_session(state: ClusterState, hosts: str, timeout: float = 10.0) -> int:
-    """Have ZooKeeper expire `state`'s session for real, as ZooKeeper's own tests do:
-    a second client takes the session over (same id and password) and closes it, so
-    the server deletes its ephemeral nodes and the owner is told it expired. Returns
-    the session id `state` has once it is connected again (a new one). Repeated in the
-    rare case the owner wins its session back before the second client closes it."""
-    old = state.session_id
-    deadline = time.monotonic() + timeout
-    while True:
-        client_id = state._client.client_id
-        if client_id is not None and client_id[0] == old:
-            hijacker = KazooClient(hosts=hosts, client_id=client_id)
-            hijacker.start(timeout=10)
-            hijacker.stop()
-            hijacker.close()
-        until = min(time.monotonic() + 3, deadline)
-        while time.monotonic() < until:
-            new = state.session_id
-            if new not in (None, old) and state.connected.is_set():
-                return new
-            time.sleep(0.02)
-        if time.monotonic() >= deadline:
-            pytest.fail(f"session {old:#x} never expired")
 
 
 class Daemons:

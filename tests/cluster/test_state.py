@@ -24,7 +24,7 @@ from storm_zmq.cluster import (
 )
 from storm_zmq.cluster.state import RECONNECT_MAX_DELAY
 from storm_zmq.runtime.assignment import Assignment, WorkerSlot, assign
-from tests.zk_fixtures import ZooKeeperServer, free_port
+from tests.zk_fixtures import ZooKeeperServer, expire_session, free_port
 
 Factory = Callable[..., ClusterState]
 
@@ -363,22 +363,10 @@ def test_expired_session_recreates_ephemerals_and_watches(
     wait_for(lambda: assignment_values == [None], what="the initial callback")
     old_session = state.session_id
 
-    # Expire the session for real, the way ZooKeeper's own tests do: a second client
-    # takes the session over (same id and password) and closes it; the server drops
-    # the ephemeral nodes and the original client is told its session expired.
-    # (Repeated in the rare case the original client wins the session back first.)
-    deadline = time.monotonic() + 20
-    while "LOST" not in events:
-        assert time.monotonic() < deadline, f"the session never expired: {events}"
-        client_id = state._client.client_id
-        if client_id is not None:
-            hijacker = KazooClient(hosts=zookeeper.hosts, client_id=client_id)
-            hijacker.start(timeout=10)
-            hijacker.stop()
-            hijacker.close()
-        until = time.monotonic() + 3
-        while "LOST" not in events and time.monotonic() < until:
-            time.sleep(0.02)
+    # Expire the session for real (a second client takes it over and closes it):
+    # the server drops the ephemeral nodes and the client is told it expired.
+    expire_session(state, zookeeper.hosts, timeout=20)
+    assert "LOST" in events, events
     wait_for(lambda: events[-1] == "CONNECTED" and state.connected.is_set(), what="CONNECTED")
     assert state.session_id != old_session
     assert reconnected_view[-1] == {"sup-1": {"host": "h", "ports": [6700]}}
