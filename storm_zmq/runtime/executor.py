@@ -560,9 +560,28 @@ class Executor(threading.Thread):
         if type(anchors) is list and len(anchors) == 1:  # auto-anchoring: the input
             anchor_id = anchors[0].id
             if type(anchor_id) is TupleId and anchor_id.roots:
+                # the per-word path of an acking bolt: _deliver_with_roots inlined,
+                # and _local for the targets of this worker (only buffering in the
+                # loop: a flush renews _out_local)
                 rng = self._rng
+                location = self._task_location
+                out_local = self._out_local
+                self.transferred += len(targets)
                 for target in targets:
-                    self._deliver_with_roots(source, route, values, target, anchor_one(anchor_id, rng))
+                    roots = anchor_one(anchor_id, rng)
+                    where = location[target]
+                    if where < 0:
+                        self._remote(target, source, route.stream, roots, tuple(values))
+                        continue
+                    batch = out_local.get(where)
+                    if batch is None:
+                        batch = out_local[where] = []
+                    batch.append((target, _new(Tuple, (
+                        TupleId(roots), self.component, route.stream, source,
+                        _new(route.values_cls, values)))))
+                    self._buffered += 1
+                if self._buffered >= self._max_buffered:
+                    self.flush()
                 return
             anchor_ids = []
         else:

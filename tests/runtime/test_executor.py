@@ -400,6 +400,27 @@ def test_a_batch_larger_than_the_transport_carries_is_split_in_order() -> None:
     assert [v[0] for m in batch for v in decode_tuples(m.message)[3]] == remote
 
 
+def test_an_anchored_emit_to_both_workers_loses_no_copy_when_the_buffer_fills_midway() -> None:
+    """The auto-anchored per-word path buffers every target's copy before it checks
+    the bound: a flush between two targets would renew the output it writes to."""
+    state, split, _, count = two_workers()
+    (split_task,) = split.assignment.tasks
+    remote = count.assignment.tasks[0]
+    (local,) = [t for t in state.assignment.component_tasks["count_bolt"] if t != remote]
+    route = split.components[split_task]._collector._default_route
+    anchor = sentence(state, "a b", TupleId({7: 0x70}))
+    split._max_buffered = 1  # the first copy fills the output
+    split._deliver_anchored(split_task, route, ("w",), [anchor], [remote, local])
+    assert split._buffered == 0  # flushed once, after both copies
+    (local_count,) = [e.index for e in state.local_executors if e.component == "count_bolt"]
+    ((_, queued),) = taken(state, local_count)
+    ((message,),) = state.transfer.get_all(timeout=0)
+    _, _, sent_roots, values = decode_tuples(message.message)
+    assert (queued.values.word, values) == ("w", [["w"]])
+    local_edge, remote_edge = queued.id.roots[7], sent_roots[0][7]
+    assert anchor.id.ack_val == local_edge ^ remote_edge != 0
+
+
 def test_one_tuple_larger_than_the_transport_carries_is_refused_by_its_executor() -> None:
     state, split, _, _ = two_workers(max_payload=10)
     split._run_batch([(split.assignment.tasks[0], sentence(state, "antidisestablishmentarianism"))])
