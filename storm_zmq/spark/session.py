@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,12 +24,26 @@ __all__ = [
     "component_session",
     "short_error",
     "column_problems",
+    "check_master",
+    "master_addresses",
     "spark_conf",
     "stop_session",
     "value_fixer",
 ]
 
 DEFAULT_MASTER = "local[*]"
+
+#: The port of a ``spark://`` master address that names none (the standalone
+#: master's default).
+DEFAULT_MASTER_PORT = 7077
+
+#: Seconds each address of a ``spark://`` master gets to accept a TCP connection
+#: before the session is asked for. Spark itself gives an unreachable standalone
+#: master about a minute (3 registration attempts, 20 s each) before it fails, and
+#: then with a message buried in its log; a master that is up accepts a connection in
+#: milliseconds, even across a WAN, so 3 s fails only a master that is down,
+#: misnamed or firewalled, and fails it in seconds.
+MASTER_CONNECT_TIMEOUT = 3.0
 
 #: Spark settings the spout sets unless the conf does: no console progress bars in
 #: the worker's log.
@@ -108,12 +123,74 @@ def short_error(exc: BaseException, limit: int = 600) -> str:
     return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
 
 
+def master_addresses(master: str) -> list[tuple[str, int]]:
+    """The ``(host, port)`` pairs of a standalone master URL: ``spark://h:7077`` or an
+    HA list ``spark://h1:7077,h2:7077`` (``[::1]:7077`` for IPv6; the port defaults
+    to `DEFAULT_MASTER_PORT`). ``[]`` for any other master (``local[*]``, ``yarn``,
+    ``k8s://...``). A `ValueError` says what is wrong with a malformed one."""
+    if not master.startswith("spark://"):
+        return []
+    addresses = []
+    for part in master[len("spark://"):].split(","):
+        address = part.strip()
+        if address.startswith("["):  # [IPv6]:port
+            host, bracket, rest = address[1:].partition("]")
+            if not bracket or (rest and not rest.startswith(":")):
+                raise ValueError(f"{address!r} is not [host]:port")
+            has_port, port = bool(rest), rest[1:]
+        else:
+            host, colon, port = address.partition(":")
+            has_port = bool(colon)
+            if ":" in port:
+                raise ValueError(f"{address!r} is not host:port (an IPv6 host goes in [])")
+        if not host or "/" in host or "/" in port:
+            raise ValueError(f"{address!r} is not host:port")
+        if not has_port:
+            addresses.append((host, DEFAULT_MASTER_PORT))
+        elif port.isdigit() and 0 < int(port) < 65536:
+            addresses.append((host, int(port)))
+        else:
+            raise ValueError(f"{address!r} has no valid port")
+    return addresses
+
+
+def _session_error(who: str, master: str, cause: str) -> SparkSpoutError:
+    return SparkSpoutError(f"{who}: cannot start a Spark session (spark.master={master}): {cause}")
+
+
+def check_master(master: str, who: str, timeout: float = MASTER_CONNECT_TIMEOUT) -> None:
+    """For a ``spark://`` `master` (other masters are not checked): return once one of
+    its addresses accepts a TCP connection within `timeout` seconds; else raise the
+    `SparkSpoutError` of a session that cannot start, naming each address's cause,
+    at once rather than after Spark's own minute (so too for a malformed URL)."""
+    try:
+        addresses = master_addresses(master)
+    except ValueError as exc:
+        raise _session_error(who, master, f"invalid master URL: {exc}") from None
+    causes = []
+    for host, port in addresses:
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return
+        except OSError as exc:
+            causes.append(f"{host}:{port}: {short_error(exc)}")
+    if causes:
+        raise _session_error(
+            who, master,
+            f"no master accepts connections ({'; '.join(causes)}); check that a Spark "
+            "master runs there and that this host can reach it (host name, port, "
+            "firewall)",
+        )
+
+
 def build_session(conf: Mapping[str, Any], app_name: str, who: str) -> tuple[Any, bool]:
     """``(spark, created)``: the SparkSession for `conf` (getOrCreate, so tasks of one
     worker share it), and whether this call created it. Raises `SparkSpoutError`
-    naming `who` when Java is missing or the session cannot start."""
+    naming `who` when Java is missing, a ``spark://`` master accepts no connection,
+    or the session cannot start."""
     check_java(who)
     settings = spark_conf(conf, app_name)
+    master = settings["spark.master"]
     if "spark.pyspark.python" not in settings:
         # Python workers (UDFs in source()) must run this interpreter, not whatever
         # python3 is first on PATH.
@@ -123,6 +200,8 @@ def build_session(conf: Mapping[str, Any], app_name: str, who: str) -> tuple[Any
     except ImportError as exc:  # pragma: no cover - pyspark is a dependency
         raise SparkSpoutError(f"{who}: pyspark is not installed: {exc}") from exc
     existed = getattr(SparkSession, "_instantiatedSession", None) is not None
+    if not existed:  # a running session is handed back as it is: no master is asked
+        check_master(master, who)
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -130,10 +209,7 @@ def build_session(conf: Mapping[str, Any], app_name: str, who: str) -> tuple[Any
         with unpinned():  # a local Spark's JVM gets every core, not the worker's one
             spark = builder.getOrCreate()
     except Exception as exc:
-        raise SparkSpoutError(
-            f"{who}: cannot start a Spark session (spark.master={settings['spark.master']}): "
-            f"{short_error(exc)}; Spark's log above has the details"
-        ) from exc
+        raise _session_error(who, master, f"{short_error(exc)}; Spark's log above has the details") from exc
     return spark, not existed
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from tests.messaging.conftest import free_port
 from tests.runtime.test_tuning import _cpu_list
+from tests.spark.conftest import have_java
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGY = ROOT / "topologies" / "spark_wordcount.py"
@@ -148,3 +149,19 @@ def test_a_source_that_raises_stops_the_run_with_exit_1_and_the_cause(tmp_path: 
     assert result.returncode == 1
     assert "SparkSpoutError: spark spout 'data' task" in result.stderr
     assert "source() raised AnalysisException" in result.stderr and "PATH_NOT_FOUND" in result.stderr
+
+
+def test_an_unreachable_spark_master_stops_the_run_in_seconds(tmp_path: Path) -> None:
+    # Spark itself gives such a master a minute; the spout's connect check, seconds.
+    if not have_java():
+        pytest.skip("no Java runtime: the Java check would stop the run first")
+    master = f"spark://127.0.0.1:{free_port()}"  # nothing listens there
+    started = time.monotonic()
+    result = run(tmp_path, "-o", f"spark.master={master}", workers=1, timeout=30)
+    took = time.monotonic() - started
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert ("SparkSpoutError: spark spout 'lines_spout' task" in result.stderr
+            and f"cannot start a Spark session (spark.master={master}): no master accepts connections"
+            in result.stderr), result.stderr[-3000:]
+    assert "Connection refused" in result.stderr and "check that a Spark master runs there" in result.stderr
+    assert took < 20, f"{took:.1f} s: the check did not cut Spark's minute short"
