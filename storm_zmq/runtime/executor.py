@@ -273,14 +273,14 @@ class TaskCollector:
             if sample is not None and sample[0] is tup:
                 executor.process_ms_total += (time.perf_counter() - sample[1]) * 1000.0
                 executor.process_samples += 1
-        tuple_id = tup.id
+        tuple_id = tup.id if type(tup) is Tuple else _id_of(tup)
         if type(tuple_id) is TupleId and executor.acking:
             # one ACKER_ACK per root and batch, sent at flush
             fold_ack(executor._acks_out, tuple_id.roots, tuple_id.ack_val)
 
     def fail(self, tup: Tuple) -> None:
         self._executor.failed += 1
-        tuple_id = tup.id
+        tuple_id = tup.id if type(tup) is Tuple else _id_of(tup)
         if type(tuple_id) is TupleId and self._executor.acking:
             for root in tuple_id.roots:
                 self._executor._send_to_acker(self._task, ACKER_FAIL_STREAM_ID, root, (root,))
@@ -294,6 +294,12 @@ class TaskCollector:
 
     def report_exhausted(self) -> None:
         self._executor._exhausted_tasks.add(self._task)
+
+
+def _id_of(tup: Any) -> Any:
+    """What a bolt's `ack`, `fail` and `anchors` accept, as pystorm's do: a Tuple, or
+    its id (``self.ack(tup.id)``; None for an untracked tuple)."""
+    return tup.id if isinstance(tup, Tuple) else tup
 
 
 #: A bolt whose `_run_process` and `ack` are still these has them done inline
@@ -558,7 +564,8 @@ class Executor(threading.Thread):
         anchors: Sequence[Tuple], targets: Sequence[int],
     ) -> None:
         if type(anchors) is list and len(anchors) == 1:  # auto-anchoring: the input
-            anchor_id = anchors[0].id
+            anchor = anchors[0]
+            anchor_id = anchor.id if type(anchor) is Tuple else _id_of(anchor)
             if type(anchor_id) is TupleId and anchor_id.roots:
                 # the per-word path of an acking bolt: _deliver_with_roots inlined,
                 # and _local for the targets of this worker (only buffering in the
@@ -585,7 +592,7 @@ class Executor(threading.Thread):
                 return
             anchor_ids = []
         else:
-            anchor_ids = [a.id for a in anchors if type(a.id) is TupleId]
+            anchor_ids = [i for i in map(_id_of, anchors) if type(i) is TupleId]
         if not anchor_ids:
             self._deliver_untracked(source, route, values, targets)
             return

@@ -278,6 +278,30 @@ def test_anchors_given_as_any_iterable_anchor_with_acking() -> None:
     assert [set(t.id.roots) for _, t in taken(state, count.index)] == [{7}] * 4
 
 
+@pytest.mark.parametrize("acking", [True, False], ids=["acking on", "acking off"])
+def test_ack_fail_and_anchors_take_a_tuples_id_as_pystorms_do(acking: bool) -> None:
+    """``self.emit(..., anchors=[tup.id])`` and ``self.ack(tup.id)``: the same tree
+    as with the Tuple itself (an untracked input's id is None: nothing to track)."""
+    state, executors = one_worker(acking=acking)
+    split, count = executors["split_bolt"], executors["count_bolt"]
+    (component,) = split.components.values()
+    ids = [TupleId({7: 0x70}), TupleId({8: 0x80})] if acking else [None, None]
+    by_tuple, by_id = (sentence(state, "x", tuple_id) for tuple_id in ids)
+    component.emit(["a"], anchors=[by_tuple])
+    component.emit(["a"], anchors=[by_id.id])
+    component.emit(["b"], anchors=[by_tuple, by_id.id])  # anchors of both kinds
+    component.ack(by_tuple)
+    component.fail(by_id.id)
+    split.flush()
+    trees = [t.id and set(t.id.roots) for _, t in taken(state, count.index)]
+    assert trees == ([{7}, {8}, {7, 8}] if acking else [None, None, None])
+    assert (split.acked, split.failed) == (1, 1)
+    if acking:
+        acker = next(e.index for e in state.local_executors if e.component == ACKER)
+        sent = sorted((t.stream, t.values[0]) for _, t in taken(state, acker))
+        assert sent == sorted([(ACKER_ACK_STREAM_ID, 7), (ACKER_FAIL_STREAM_ID, 8)])
+
+
 @pytest.mark.parametrize("load_aware", [True, False])
 def test_after_a_flush_the_spouts_shuffle_goes_around_a_busy_split_task(load_aware: bool) -> None:
     """Two split tasks in one worker; one has a full queue, then one is throttled by
