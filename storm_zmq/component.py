@@ -10,6 +10,7 @@ it tuples and capturing what it does.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -105,8 +106,38 @@ class Component:
         self.component_name = name
         self.task_id = task
         self.logger = logging.getLogger(f"storm_zmq.component.{name or type(self).__name__}")
+        # pystorm's instance attributes; the conf and context ones are set by
+        # _setup_component, before initialize()
+        self.pid = os.getpid()
+        self.topology_name: str = ""
+        self.debug = False
+        self.storm_conf: dict[str, Any] = {}
+        self.context: dict[str, Any] = {}
+
+    @staticmethod
+    def is_heartbeat(tup: Tuple) -> bool:
+        """pystorm's: whether `tup` is a multilang heartbeat. There are none here (no
+        subprocess to keep alive), so always False."""
+        return Tuple.is_heartbeat_tuple(tup)
 
     # -- lifecycle ------------------------------------------------------------------
+
+    def _setup_component(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+        """What pystorm sets from Storm's handshake before `initialize`:
+        `storm_conf`, `context`, `topology_name` (``topology.name``) and `debug`
+        (``topology.debug``). `initialize` gets the same two dicts. As in pystorm,
+        ``pystorm.log.level`` (topology or component config) sets the level of
+        `logger`, and ``topology.debug`` makes it debug; otherwise the worker's
+        level (info) applies."""
+        self.storm_conf = storm_conf
+        self.context = context
+        self.topology_name = storm_conf.get("topology.name") or ""
+        self.debug = bool(storm_conf.get("topology.debug", False))
+        level = storm_conf.get("pystorm.log.level")
+        if self.debug:
+            self.logger.setLevel(logging.DEBUG)
+        elif level is not None:
+            self.logger.setLevel(_log_level(level))
 
     def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
         """Called once in the worker before any tuple; `context` is pystorm's dict
@@ -261,6 +292,11 @@ class Bolt(Component):
 
     def process_tick(self, tup: Tuple) -> None:
         """Called for each tick tuple (`topology.tick.tuple.freq.secs`)."""
+
+    @staticmethod
+    def is_tick(tup: Tuple) -> bool:
+        """pystorm's: whether `tup` is a tick tuple (`Tuple.is_tick_tuple`)."""
+        return Tuple.is_tick_tuple(tup)
 
     def emit(
         self,

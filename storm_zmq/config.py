@@ -300,6 +300,10 @@ SCHEMA: dict[str, Setting] = {
         "idles, and send less to tasks of a worker short of CPU (docs/architecture.md, "
         "\"Load-aware shuffles\", \"CPU-aware weights\")."),
     "topology.debug": Setting(False, "bool", "Log every emitted tuple."),
+    "topology.name": Setting(
+        None, "str", "The topology's name, as Storm sets it: `submit` (its -n, else the "
+        "topology's name) and `run` set it; a component reads it as "
+        "storm_conf[\"topology.name\"] or pystorm's self.topology_name.", nullable=True),
     "topology.testing.always.try.serialize": Setting(
         False, "bool", "Serialize every emitted tuple, also those delivered inside the "
         "worker as objects, so that a value msgpack cannot carry fails in a one-worker "

@@ -109,8 +109,9 @@ class _Harness:
         conf = {**DEFAULTS, TRY_SERIALIZE: True, **(conf or {})}
         self.try_serialize = bool(conf[TRY_SERIALIZE])
         self.component = component_cls(collector=_RecordingCollector(self), name=name, task=task)
-        self.component.initialize(conf,
-                                  {"taskid": task, "componentid": name, "task->component": {str(task): name}})
+        context = {"taskid": task, "componentid": name, "task->component": {str(task): name}}
+        self.component._setup_component(conf, context)
+        self.component.initialize(conf, context)
 
     def emitted_values(self, stream: str | None = None) -> list[list[Any]]:
         return [e.values for e in self.emits if stream is None or e.stream == stream]

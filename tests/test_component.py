@@ -4,6 +4,7 @@ harness of storm_zmq.testing."""
 from __future__ import annotations
 
 import logging
+import os
 from collections import defaultdict
 from typing import Any
 
@@ -626,14 +627,26 @@ def test_initialize_receives_conf_and_context() -> None:
             got["context"] = context
             got["name"] = self.component_name
             got["task"] = self.task_id
+            # pystorm's instance attributes are set before initialize()
+            got["pystorm"] = (self.storm_conf is storm_conf, self.context is context,
+                              self.topology_name, self.debug, self.pid)
 
-    BoltHarness(Init, conf={"my.key": 5}, name="init_bolt", task=9)
+    BoltHarness(Init, conf={"my.key": 5, "topology.name": "wc", "topology.debug": True},
+                name="init_bolt", task=9)
+    assert got["pystorm"] == (True, True, "wc", True, os.getpid())
     assert got["conf"]["my.key"] == 5
     assert "topology.message.timeout.secs" in got["conf"]  # defaults included
     assert got["context"]["taskid"] == 9
     assert got["context"]["componentid"] == "init_bolt"
     assert got["context"]["task->component"] == {"9": "init_bolt"}
     assert (got["name"], got["task"]) == ("init_bolt", 9)
+
+
+def test_is_tick_and_is_heartbeat_are_pystorms_static_methods() -> None:
+    tick = Tuple(None, "__system", "__tick", -1, (1,))
+    word = Tuple(None, "split", "default", 3, ("a",))
+    assert Bolt.is_tick(tick) and not Bolt.is_tick(word)
+    assert not Bolt.is_heartbeat(tick) and not Spout.is_heartbeat(word)  # none here
 
 
 def test_raise_exception_records_the_error_without_raising() -> None:
@@ -694,6 +707,23 @@ def test_log_takes_pystorm_level_names_and_never_raises(caplog: pytest.LogCaptur
         (logging.ERROR, "at 40"), (logging.INFO, "at 3.5"),
     ]
     assert caplog.records[0].levelname == "TRACE"
+
+
+@pytest.mark.parametrize(("conf", "level"), [
+    ({}, logging.NOTSET),  # the worker's level (info) applies
+    ({"pystorm.log.level": "debug"}, logging.DEBUG),
+    ({"pystorm.log.level": "WARNING"}, logging.WARNING),
+    ({"pystorm.log.level": "warning", "topology.debug": True}, logging.DEBUG),
+])
+def test_pystorm_log_level_and_topology_debug_set_the_component_loggers_level(
+        conf: dict[str, Any], level: int) -> None:
+    name = f"leveled-{len(conf)}-{conf.get('pystorm.log.level')}"
+    logger = logging.getLogger(f"storm_zmq.component.{name}")
+    try:
+        harness = BoltHarness(SplitBolt, conf=conf, name=name)
+        assert harness.component.logger is logger and logger.level == level
+    finally:
+        logger.setLevel(logging.NOTSET)
 
 
 def test_trace_is_below_debug(caplog: pytest.LogCaptureFixture) -> None:

@@ -155,6 +155,7 @@ def test_defaults_are_storms_names_and_values() -> None:
         "topology.tick.tuple.freq.secs": None,
         "topology.disable.loadaware.messaging": False,
         "topology.debug": False,
+        "topology.name": None,
         "topology.testing.always.try.serialize": False,
         "topology.stats.sample.rate": 0.05,
     }

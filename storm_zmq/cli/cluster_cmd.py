@@ -269,6 +269,7 @@ def submit_topology(args: argparse.Namespace) -> int:
         check_topology_name(name)
     except ValueError as exc:
         raise UsageError(f"-n/--name: {exc}") from None
+    topology_conf["topology.name"] = name  # as Storm's submit sets it
     workers = args.workers if args.workers is not None else int(topology_conf["topology.workers"])
     if workers < 1:
         raise UsageError(f"-w/--workers must be at least 1, got {workers}")

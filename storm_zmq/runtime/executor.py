@@ -392,7 +392,9 @@ class Executor(threading.Thread):
             collector = TaskCollector(self, task, routes)
             self.components[task] = self._instantiate(spec, collector, task)
         for task, component in self.components.items():
-            component.initialize(self.worker.component_conf(self.component), self.worker.context_for(task))
+            conf, context = self.worker.component_conf(self.component), self.worker.context_for(task)
+            component._setup_component(conf, context)
+            component.initialize(conf, context)
 
     def _instantiate(self, spec: Any, collector: TaskCollector, task: int) -> Any:
         component = spec.component_cls(collector=collector, name=self.component, task=task)

@@ -103,7 +103,8 @@ class WorkerState:
     def __init__(
         self, conf: dict[str, Any], definition: Any, assignment: Assignment, worker_index: int
     ) -> None:
-        self.conf = conf
+        # Storm's topology.name, when neither submit nor the run set it
+        self.conf = conf if conf.get("topology.name") else {**conf, "topology.name": definition.name}
         self.definition = definition
         self.assignment = assignment
         self.worker_index = worker_index

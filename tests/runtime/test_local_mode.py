@@ -175,7 +175,7 @@ def test_emits_in_cleanup_are_flushed_with_a_warning(tmp_path: Path) -> None:
     assert "emitted 1 tuple(s) in cleanup()" in result.stderr
     # a component's print() is a record of its worker, on stderr, not among the
     # run's progress and summary on stdout
-    assert " worker-0 INFO STDOUT: cleaner counted 50\n" in result.stderr, result.stderr
+    assert " worker-0 INFO STDOUT: cleaner counted 50 in Cleanup\n" in result.stderr, result.stderr
     assert "cleaner counted" not in result.stdout, result.stdout
 
 

@@ -295,5 +295,5 @@ class CleanupBolt(Bolt):
         if self.mode == "raise":
             raise RuntimeError("cleanup failed on purpose")
         if self.mode == "emit":
-            print(f"cleaner counted {self.count}")
+            print(f"cleaner counted {self.count} in {self.topology_name}")
             self.emit([self.count])
