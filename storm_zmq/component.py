@@ -84,6 +84,16 @@ _LOG_LEVELS = {
 }
 
 
+class StormHandler(logging.NullHandler):
+    """pystorm's handler that sends a component's log records to Storm. Here a
+    component's records reach its worker's log without it (`Component.logger`
+    propagates there), so this handler adds nothing: a streamparse component that
+    adds one to its logger keeps working, and logs each record once."""
+
+    def __init__(self, stream: Any = None) -> None:
+        super().__init__()
+
+
 def _log_level(level: Any) -> int:
     """pystorm's level names (case-insensitive) to a `logging` level; an unknown
     level is info, so `log()` never raises for its level."""

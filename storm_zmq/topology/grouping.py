@@ -128,6 +128,21 @@ class Grouping:
             raise TopologyError("Grouping.fields() needs at least one field name")
         return GroupingSpec("fields", names)
 
+    @staticmethod
+    def custom_object(java_class_name: str, arg_list: Any = None) -> GroupingSpec:
+        """streamparse's Java `CustomStreamGrouping`: refused (there is no JVM here)."""
+        raise TopologyError(f"Grouping.custom_object({java_class_name!r}): {_NO_CUSTOM}")
+
+    @staticmethod
+    def custom_serialized(java_serialized: Any) -> GroupingSpec:
+        """streamparse's serialized Java `CustomStreamGrouping`: refused, as
+        `custom_object`."""
+        raise TopologyError(f"Grouping.custom_serialized(...): {_NO_CUSTOM}")
+
+
+_NO_CUSTOM = ("a Java custom stream grouping cannot run in storm-zmq (Python components "
+              "only); use one of shuffle, fields, all, global, direct, local_or_shuffle, none")
+
 
 # -- choosers ----------------------------------------------------------------------------
 

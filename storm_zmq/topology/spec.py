@@ -156,6 +156,12 @@ class ComponentSpec:
     # -- validation -----------------------------------------------------------------
 
     def _check_count(self, what: str, value: Any) -> int:
+        if isinstance(value, dict):
+            raise TopologyError(
+                f"{self._who()}: {what} {value!r} is streamparse's per-environment "
+                f"{what} (sparse run/submit -e ENV picks one); storm-zmq has no "
+                f"environments: give an int, e.g. choose it in the topology file from "
+                f"os.environ")
         if type(value) is not int:  # bool is an int, and "2" is a common YAML slip
             raise TopologyError(f"{self._who()}: {what} must be an int >= 1, got {value!r}")
         if value < 1:

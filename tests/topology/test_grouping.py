@@ -40,6 +40,14 @@ def test_fields_varargs_list_and_tuple() -> None:
     assert Grouping.fields("a").fields == ("a",)
 
 
+def test_java_custom_groupings_are_refused_naming_the_groupings_there_are() -> None:
+    with pytest.raises(TopologyError, match=r"Grouping.custom_object\('com.x.G'\): a Java custom "
+                       "stream grouping cannot run in storm-zmq .* shuffle, fields, all"):
+        Grouping.custom_object("com.x.G", [1])
+    with pytest.raises(TopologyError, match=r"Grouping.custom_serialized\(...\): a Java"):
+        Grouping.custom_serialized(b"\xac\xed")
+
+
 def test_fields_given_a_list_is_stored_as_tuple() -> None:
     spec = GroupingSpec("fields", ["a"])  # type: ignore[arg-type]
     assert spec.fields == ("a",)

@@ -107,6 +107,12 @@ def test_invalid_class_attribute_par() -> None:
         Bad.spec()
 
 
+def test_a_per_environment_par_dict_says_storm_zmq_has_no_environments() -> None:
+    with pytest.raises(TopologyError, match=r"spout WordSpout: par \{'prod': 4, 'beta': 1\} is "
+                       "streamparse's per-environment par .* give an int"):
+        WordSpout.spec(par={"prod": 4, "beta": 1})
+
+
 # -- inputs ---------------------------------------------------------------------------------
 
 spout = WordSpout.spec()

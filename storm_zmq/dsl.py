@@ -1,0 +1,6 @@
+"""streamparse's ``streamparse.dsl`` names, for ``from storm_zmq.dsl import ...``."""
+
+from storm_zmq.topology import Grouping, Stream, Topology
+from storm_zmq.topology.foreign import JavaBolt, JavaSpout, ShellBolt, ShellSpout
+
+__all__ = ["Grouping", "JavaBolt", "JavaSpout", "ShellBolt", "ShellSpout", "Stream", "Topology"]
