@@ -84,6 +84,16 @@ _LOG_LEVELS = {
 }
 
 
+def check_emitted_values(values: Any, component: str) -> None:
+    """pystorm's rule: an emit's values are a list or a tuple, one item per field. A
+    str or a dict would pass the field count by chance and be taken apart (into
+    characters, or keys)."""
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(
+            f"component {component!r} emitted a {type(values).__name__}: a tuple's values "
+            "are a list or a tuple, one item per field (e.g. emit([word]))")
+
+
 class StormHandler(logging.NullHandler):
     """pystorm's handler that sends a component's log records to Storm. Here a
     component's records reach its worker's log without it (`Component.logger`

@@ -36,6 +36,7 @@ from storm_zmq.component import (
     Spout,
     TicklessBatchingBolt,
     Tuple,
+    check_emitted_values,
 )
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.serialization import encode_tuple
@@ -61,6 +62,7 @@ class _RecordingCollector:
     def emit(self, tup, stream=None, anchors=None, direct_task=None, need_task_ids=False, tup_id=None):  # type: ignore[no-untyped-def]
         values = tup
         h = self._harness
+        check_emitted_values(values, h.name)
         stream = stream or "default"
         declared = h.output_fields
         if stream not in declared:

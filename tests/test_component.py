@@ -188,6 +188,23 @@ def test_emit_with_the_wrong_number_of_values_raises_value_error_naming_the_stre
     assert h.emits == []
 
 
+@pytest.mark.parametrize("values", ["abc", {"x": 1, "y": 2, "z": 3}, {"a", "b", "c"}],
+                         ids=["str", "dict", "set"])
+def test_emit_of_values_that_are_not_a_list_or_tuple_is_refused_as_pystorm_does(values: Any) -> None:
+    """Three characters or three keys would pass a three-field count by chance."""
+    class Careless(Bolt):
+        outputs = ["a", "b", "c"]
+
+        def process(self, tup: Tuple) -> None:
+            self.emit(values)
+
+    h = BoltHarness(Careless, name="careless")
+    with pytest.raises(TypeError, match=rf"component 'careless' emitted a {type(values).__name__}: "
+                       "a tuple's values are a list or a tuple"):
+        h.process(["x"])
+    assert h.emits == []
+
+
 def test_emit_without_outputs_raises() -> None:
     class Silent(Bolt):
         def process(self, tup: Tuple) -> None:

@@ -37,6 +37,7 @@ from storm_zmq.component import (
     Spout,
     TicklessBatchingBolt,
     Tuple,
+    check_emitted_values,
 )
 from storm_zmq.messaging.base import TaskMessage
 from storm_zmq.runtime.acking import (
@@ -189,11 +190,13 @@ class TaskCollector:
         tup_id: Any = None,
     ) -> list[int] | None:
         values = tup  # pystorm's name for the emitted values, kept for emit(tup=...)
+        if type(values) is not list and type(values) is not tuple:
+            check_emitted_values(values, self._component)  # a namedtuple passes
         route = self._default_route if not stream else self._routes.get(stream)
         if route is None:
             raise ValueError(
-                f"component {self._component!r} emitted on stream {stream!r}, which it does "
-                f"not declare (declared: {sorted(self._routes)})"
+                f"component {self._component!r} emitted on stream {stream or 'default'!r}, "
+                f"which it does not declare (declared: {sorted(self._routes)})"
             )
         if len(values) != route.arity:
             raise ValueError(

@@ -103,6 +103,17 @@ def test_the_bound_emit_takes_pystorms_names_and_the_default_stream_spellings() 
     assert [t.values.word for _, t in taken(state, count.index)] == ["a", "b", "c"]
     with pytest.raises(ValueError, match="'nope'"):
         component.emit(["d"], stream="nope")
+    component.emit(component._collector._default_route.values_cls("e"))  # a namedtuple is a tuple
+    with pytest.raises(TypeError, match="component 'split_bolt' emitted a str: a tuple's values"):
+        component.emit("f")
+
+
+def test_an_emit_on_the_default_stream_a_component_does_not_declare_names_it() -> None:
+    _, executors = one_worker(acking=False)
+    (count,) = executors["count_bolt"].components.values()
+    count._collector._default_route = None  # as for a component whose outputs have no default
+    with pytest.raises(ValueError, match="emitted on stream 'default', which it does not declare"):
+        count.emit(["w", 1])
 
 
 def test_words_reach_the_count_task_of_their_field_and_are_acked() -> None:
