@@ -190,8 +190,8 @@ class TaskCollector:
         tup_id: Any = None,
     ) -> list[int] | None:
         values = tup  # pystorm's name for the emitted values, kept for emit(tup=...)
-        if type(values) is not list and type(values) is not tuple:
-            check_emitted_values(values, self._component)  # a namedtuple passes
+        if values.__class__ is not list and not isinstance(values, tuple):  # cheapest first
+            check_emitted_values(values, self._component)
         route = self._default_route if not stream else self._routes.get(stream)
         if route is None:
             raise ValueError(
