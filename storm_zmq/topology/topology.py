@@ -76,11 +76,11 @@ class TopologyMeta(type):
                 _reject_component_class(name, attr, value)
         cls._attr_specs = attrs
         if is_base:
-            cls.specs = {}
+            cls.specs = []
             cls._components = {}
             return
         components = resolve_components(name, list(attrs.items()))
-        cls.specs = {spec.name: spec for spec in attrs.values()}  # type: ignore[misc]
+        cls.specs = list(attrs.values())  # streamparse's: a list, in declaration order
         cls._components = components
 
 
@@ -112,12 +112,13 @@ class Topology(metaclass=TopologyMeta):
 
     Class attributes set by the metaclass: ``name`` (the class name unless the
     class sets ``name``), ``config`` (the class's ``config`` dict, default ``{}``)
-    and ``specs`` (component name -> :class:`ComponentSpec`, definition order).
+    and ``specs`` (as in streamparse, a list of its :class:`ComponentSpec` objects in
+    definition order).
     """
 
     name: ClassVar[str]
     config: ClassVar[dict[str, Any]] = {}
-    specs: ClassVar[dict[str, ComponentSpec]]
+    specs: ClassVar[list[ComponentSpec]]
     _attr_specs: ClassVar[dict[str, ComponentSpec]]
     _components: ClassVar[dict[str, ComponentDefinition]]
 

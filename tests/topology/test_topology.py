@@ -61,11 +61,11 @@ def raises(message: str):
 def test_names_specs_config() -> None:
     assert WordCount.name == "WordCount"
     assert WordCount.config == {"topology.max.spout.pending": 100}
-    assert list(WordCount.specs) == ["word_spout", "count_bolt", "printer"]
-    assert WordCount.specs["word_spout"] is WordCount.word_spout
+    assert [spec.name for spec in WordCount.specs] == ["word_spout", "count_bolt", "printer"]
+    assert WordCount.specs[0] is WordCount.word_spout  # streamparse's: a list of the specs
     assert WordCount.word_spout.name == "word_spout"
     assert WordCount.sink.name == "printer"
-    assert isinstance(WordCount.specs["printer"], ComponentSpec)
+    assert isinstance(WordCount.specs[2], ComponentSpec)
 
 
 def test_definition_model() -> None:
@@ -177,7 +177,7 @@ def test_inheritance() -> None:
         sink = None  # drops the inherited component
         extra = SinkBolt.spec(inputs=[WordCount.count_bolt])
 
-    assert list(Prod.specs) == ["word_spout", "count_bolt", "extra"]
+    assert [spec.name for spec in Prod.specs] == ["word_spout", "count_bolt", "extra"]
     assert Prod.name == "Prod" and Prod.config == {"topology.workers": 4}
 
     class Same(WordCount):
@@ -188,7 +188,7 @@ def test_inheritance() -> None:
 
 
 def test_base_class() -> None:
-    assert Topology.specs == {} and Topology.name == "Topology"
+    assert Topology.specs == [] and Topology.name == "Topology"
     with pytest.raises(TopologyError, match="base class"):
         Topology.definition()
 
@@ -443,4 +443,4 @@ def test_failed_class_leaves_specs_reusable() -> None:
     class Good(Topology):
         s = spout
 
-    assert Good.specs == {"s": spout}
+    assert Good.specs == [spout]
