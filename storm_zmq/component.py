@@ -292,6 +292,7 @@ class Bolt(Component):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._current_tups: list[Tuple] | None = None
+        self._warned_double_ack = False
 
     @classmethod
     def spec(
@@ -336,6 +337,26 @@ class Bolt(Component):
         when `auto_anchor` is on (pystorm's rule; a collector that gives the bolt its
         own emit calls this too)."""
         return self._current_tups if self.auto_anchor else None
+
+    def _ack_is_auto_acks(self, tup: Any) -> bool:
+        """Whether an `ack(tup)` the bolt makes itself is one `auto_ack` makes too: of
+        an input being processed (or its id) while `auto_ack` is on. Acked twice, its
+        tree would never complete (the two XORs cancel) and time out; pystorm's
+        Storm killed the worker for it. Here the bolt's own ack is skipped, and the
+        first such ack of each task is warned about, so the tuple is acked once."""
+        current = self._current_tups
+        if not (self.auto_ack and current):
+            return False
+        if not any(t is tup or (tup is not None and t.id is tup) for t in current):
+            return False
+        if not self._warned_double_ack:
+            self._warned_double_ack = True
+            self.logger.warning(
+                "task %s acked its input in %s while auto_ack is on, which acks it "
+                "afterwards: acked once, not twice (set auto_ack = False to ack "
+                "yourself)", self.task_id,
+                "process_batch()" if isinstance(self, BatchingBolt) else "process()")
+        return True
 
     def ack(self, tup: Tuple) -> None:
         assert self._collector is not None, "component is not running"

@@ -82,6 +82,9 @@ class _RecordingCollector:
         return [h.target_task] if need_task_ids else None
 
     def ack(self, tup: Tuple) -> None:
+        bolt = self._harness.component
+        if isinstance(bolt, Bolt) and bolt._ack_is_auto_acks(tup):
+            return  # as in a worker: acked once, by auto_ack
         self._harness.acked.append(tup)
 
     def fail(self, tup: Tuple) -> None:

@@ -293,3 +293,15 @@ def test_flush_batches_processes_a_batching_bolts_batches_without_a_tick() -> No
 def test_flush_batches_refuses_a_bolt_without_batches() -> None:
     with pytest.raises(TypeError, match="not a BatchingBolt"):
         BoltHarness(EchoBolt).flush_batches()
+
+
+def test_a_bolts_own_ack_of_what_auto_ack_acks_is_recorded_once_as_in_a_worker() -> None:
+    class AcksToo(Bolt):
+        outputs = ["x"]
+
+        def process(self, tup: Tuple) -> None:
+            self.ack(tup)  # auto_ack acks it too
+
+    h = BoltHarness(AcksToo)
+    first, second = h.process(["a"]), h.process(["b"])
+    assert h.acked == [first, second]

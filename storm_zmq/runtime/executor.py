@@ -268,6 +268,9 @@ class TaskCollector:
             )
 
     def ack(self, tup: Tuple) -> None:
+        bolt = self._bolt
+        if bolt is not None and bolt._current_tups and bolt._ack_is_auto_acks(tup):
+            return
         executor = self._executor
         executor.acked += 1
         samples = executor._process_samples

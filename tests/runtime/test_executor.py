@@ -289,6 +289,33 @@ def test_anchors_given_as_any_iterable_anchor_with_acking() -> None:
     assert [set(t.id.roots) for _, t in taken(state, count.index)] == [{7}] * 4
 
 
+@pytest.mark.parametrize("by_id", [False, True], ids=["ack(tup)", "ack(tup.id)"])
+def test_a_bolts_own_ack_of_what_auto_ack_acks_is_made_once_with_a_warning(
+        by_id: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """Acked twice, the two XORs would cancel and the tree time out."""
+    state, executors = one_worker(acking=True)
+    count = executors["count_bolt"]
+    (bolt,) = count.components.values()
+    counted = bolt.process
+
+    def process(tup: Tuple) -> None:
+        counted(tup)
+        bolt.ack(tup.id if by_id else tup)  # as if auto_ack were off
+
+    bolt.process = process  # type: ignore[method-assign]
+    assert bolt.auto_ack and count._acks_inline()
+    with caplog.at_level("WARNING"):
+        count._run_batch(word_tuples(state, count, ["a", "b"]))
+    count.flush()
+    acker = next(e.index for e in state.local_executors if e.component == ACKER)
+    # one ack of each word's edge (root i + 1, edge 0x100 + i); twice, the XOR is 0
+    assert sorted(t.values for _, t in taken(state, acker)) == [(1, 0x100), (2, 0x101)]
+    assert count.acked == 2
+    assert [r.getMessage() for r in caplog.records] == [
+        f"task {bolt.task_id} acked its input in process() while auto_ack is on, which "
+        "acks it afterwards: acked once, not twice (set auto_ack = False to ack yourself)"]
+
+
 @pytest.mark.parametrize("acking", [True, False], ids=["acking on", "acking off"])
 def test_ack_fail_and_anchors_take_a_tuples_id_as_pystorms_do(acking: bool) -> None:
     """``self.emit(..., anchors=[tup.id])`` and ``self.ack(tup.id)``: the same tree
