@@ -388,16 +388,21 @@ class Bolt(Component):
 
 class BatchingBolt(Bolt):
     """pystorm's BatchingBolt: tuples are grouped by `group_key(tup)` and handed to
-    `process_batch(key, tups)` on every `ticks_between_batches`-th tick tuple (so set
-    `topology.tick.tuple.freq.secs`, or its component config). Acks, anchors and
-    fails apply to the whole batch."""
+    `process_batch(key, tups)` on tick tuples (so set `topology.tick.tuple.freq.secs`,
+    or its component config). Acks, anchors and fails apply to the whole batch.
+
+    The timing is pystorm's: each tick is counted, and the batches are processed on
+    a tick that makes the count exceed `ticks_between_batches` while some tuple is
+    batched; the count then restarts. So batches go every `ticks_between_batches`
+    + 1 ticks while tuples keep coming (every other tick by default), and the first
+    tick after an idle spell processes at once what came in since."""
 
     ticks_between_batches = 1
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._batches: defaultdict[Any, list[Tuple]] = defaultdict(list)
-        self._ticks = 0
+        self._tick_counter = 0
 
     def group_key(self, tup: Tuple) -> Any:
         return None
@@ -413,10 +418,10 @@ class BatchingBolt(Bolt):
 
     def _run_tick(self, tup: Tuple) -> None:
         self.process_tick(tup)
-        self._ticks += 1
-        if self._ticks >= self.ticks_between_batches:
-            self._ticks = 0
+        self._tick_counter += 1
+        if self._tick_counter > self.ticks_between_batches and self._batches:
             self.process_batches()
+            self._tick_counter = 0
 
     def process_batches(self) -> None:
         """Every batch through `process_batch`, then acked (pystorm's name: a

@@ -10,7 +10,9 @@ pystorm's auto-ack/anchor/fail, through a recording collector.
 
 (`fields` names the input tuple's values, so `tup.values.word` works; without it
 they are `field0`, `field1`, ...). A `BatchingBolt` processes its batches on
-`harness.tick()`, as on tick tuples in a worker; a `TicklessBatchingBolt` ignores
+`harness.tick()`, as on tick tuples in a worker (pystorm's timing: on the tick that
+makes more than `ticks_between_batches` since the last batches, so the second tick
+by default); a `TicklessBatchingBolt` ignores
 ticks, as in a worker, and `harness.flush_batches()` processes its batches as its
 `secs_between_batches` timer would.
 
@@ -146,7 +148,8 @@ class BoltHarness(_Harness):
         return tup
 
     def tick(self, freq_secs: int = 1) -> None:
-        """Deliver one tick tuple (BatchingBolt flushes its batches on ticks). The
+        """Deliver one tick tuple (a BatchingBolt processes its batches on the tick
+        that makes more than `ticks_between_batches` since it last did). The
         runtime sends them only with `topology.tick.tuple.freq.secs` set (topology
         or component config): without it a BatchingBolt that passes here never
         flushes in a real topology. A TicklessBatchingBolt only gets `process_tick`,
@@ -156,15 +159,15 @@ class BoltHarness(_Harness):
     def flush_batches(self) -> None:
         """Process a batching bolt's batches now, then ack them (auto_ack), without a
         tick tuple: for a TicklessBatchingBolt as its `secs_between_batches` timer
-        would (the timer restarts), for a BatchingBolt as its
-        `ticks_between_batches`-th tick would, without `process_tick` (the tick count
-        restarts). Any other bolt raises TypeError."""
+        would (the timer restarts), for a BatchingBolt as a tick that processes them
+        would, without `process_tick` (the tick count restarts). Any other bolt
+        raises TypeError."""
         bolt = self.component
         if isinstance(bolt, TicklessBatchingBolt):
             bolt._maybe_flush(max(time.monotonic(), bolt._next_flush))
         elif isinstance(bolt, BatchingBolt):
-            bolt._ticks = 0
             bolt.process_batches()
+            bolt._tick_counter = 0  # as after a tick that processed the batches
         else:
             raise TypeError(f"{type(bolt).__name__} is not a BatchingBolt: it has no batches to flush")
 

@@ -314,12 +314,20 @@ class GroupBolt(BatchingBolt):
         self.emit([key, len(tups)])
 
 
+def batch_tick(h: BoltHarness) -> None:
+    """The ticks after which a BatchingBolt with the default ticks_between_batches
+    (1) processes its batches: pystorm's count must exceed it, so the second."""
+    h.tick()
+    assert h.component._tick_counter == 1 and h.component._batches
+    h.tick()
+
+
 def test_batching_bolt_groups_by_key_and_processes_on_tick() -> None:
     h = BoltHarness(GroupBolt)
     for word in ["apple", "bear", "avocado", "berry", "cat"]:
         h.process([word])
     assert h.component.batches == [] and h.acked == [] and h.emits == []
-    h.tick()
+    batch_tick(h)
     assert h.component.batches == [
         ("a", ["apple", "avocado"]), ("b", ["bear", "berry"]), ("c", ["cat"])
     ]
@@ -343,7 +351,7 @@ def test_a_batching_bolt_may_override_process_batches_as_in_pystorm() -> None:
     h = BoltHarness(OnlyA)
     for word in ["apple", "bear"]:
         h.process([word])
-    h.tick()
+    batch_tick(h)
     assert h.component.batches == [("a", ["apple"])]
 
 
@@ -357,28 +365,57 @@ def test_batching_bolt_acks_after_process_batch() -> None:
     h = BoltHarness(Watch)
     h.process(["a1"])
     h.process(["a2"])
-    h.tick()
+    batch_tick(h)
     assert acked_during == [0]
     assert h.acked == h.inputs
 
 
-def test_batching_bolt_ticks_between_batches() -> None:
+def test_batching_bolt_ticks_between_batches_as_in_pystorm() -> None:
+    """pystorm: batches go on the tick that makes the count exceed
+    ticks_between_batches (`>`, not `>=`), and the count restarts only then."""
     class Every3(GroupBolt):
         ticks_between_batches = 3
 
     h = BoltHarness(Every3)
     h.process(["a"])
-    h.tick()
-    h.tick()
-    assert h.component.batches == []
+    for _ in range(3):
+        h.tick()
+    assert h.component.batches == []  # 3 ticks: not more than 3
     h.tick()
     assert h.component.batches == [("a", ["a"])]
     h.process(["b"])
-    h.tick()
-    h.tick()
+    for _ in range(3):
+        h.tick()
     assert len(h.component.batches) == 1
     h.tick()
     assert h.component.batches[-1] == ("b", ["b"])
+
+
+def test_batching_bolt_processes_every_other_tick_by_default() -> None:
+    h = BoltHarness(GroupBolt)
+    processed_on = []
+    for tick in range(1, 7):
+        h.process([f"a{tick}"])
+        h.tick()
+        processed_on += [tick] * (len(h.component.batches) - len(processed_on))
+    assert processed_on == [2, 4, 6]
+    assert [len(words) for _, words in h.component.batches] == [2, 2, 2]
+
+
+def test_batching_bolt_counts_ticks_without_batches_and_processes_at_once_after() -> None:
+    """pystorm's count goes on while nothing is batched (it restarts only when
+    batches were processed): the first tick after an idle spell processes them."""
+    class Every2(GroupBolt):
+        ticks_between_batches = 2
+
+    h = BoltHarness(Every2)
+    for _ in range(5):
+        h.tick()
+    assert h.component._tick_counter == 5
+    h.process(["a"])
+    h.tick()
+    assert h.component.batches == [("a", ["a"])]
+    assert h.component._tick_counter == 0
 
 
 def test_batching_bolt_process_tick_still_called() -> None:
@@ -402,6 +439,7 @@ def test_batching_bolt_fails_the_batch_on_exception() -> None:
     h = BoltHarness(Broken)
     h.process(["a1"])
     h.process(["a2"])
+    h.tick()
     with pytest.raises(Boom):
         h.tick()
     assert h.failed == h.inputs
@@ -416,6 +454,7 @@ def test_batching_bolt_fails_every_unprocessed_tuple_on_exception() -> None:
     h = BoltHarness(Broken)
     for word in ["a1", "b1", "a2", "c1"]:
         h.process([word])
+    h.tick()
     with pytest.raises(Boom):
         h.tick()
     assert h.acked == []
@@ -435,9 +474,10 @@ def test_batching_bolt_without_auto_ack_and_auto_fail() -> None:
     h = BoltHarness(Manual)
     first = h.process(["a1"])
     h.process(["a2"])
-    h.tick()
+    batch_tick(h)
     assert h.acked == [first]
     h.process(["x"])
+    h.tick()
     with pytest.raises(Boom):
         h.tick()
     assert h.failed == []
