@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
@@ -238,14 +238,18 @@ class Spout(Component):
 
 class ReliableSpout(Spout):
     """pystorm's ReliableSpout: remembers what it emitted under each `tup_id` and
-    emits it again on `fail`, up to `max_fails` times per id (then gives up)."""
+    emits it again on `fail`, up to `max_fails` times per id; the next failure logs
+    "Acking tuple ID ... after it exceeded retry limit" and calls `self.ack(tup_id)`,
+    so that an overridden `ack` (committing an offset, say) runs for it too. An ack
+    or fail of an id it does not know is logged as an error."""
 
     max_fails = 3
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.unacked_tuples: dict[Any, tuple[Sequence[Any], str | None, int | None]] = {}
-        self.failed_tuples: defaultdict[Any, int] = defaultdict(int)
+        self.failed_tuples: Counter[Any] = Counter()
+        # tup_id -> (tup, stream, direct_task, need_task_ids), pystorm's layout
+        self.unacked_tuples: dict[Any, tuple[Sequence[Any], str | None, int | None, bool]] = {}
 
     def emit(
         self,
@@ -257,25 +261,31 @@ class ReliableSpout(Spout):
     ) -> list[int] | None:
         if tup_id is None:
             raise ValueError("ReliableSpout.emit needs a tup_id")
-        self.unacked_tuples[tup_id] = (tup, stream, direct_task)
+        self.unacked_tuples[tup_id] = (tup, stream, direct_task, need_task_ids)
         return super().emit(tup, tup_id, stream, direct_task, need_task_ids)
 
     def ack(self, tup_id: Any) -> None:
-        self.unacked_tuples.pop(tup_id, None)
         self.failed_tuples.pop(tup_id, None)
+        if self.unacked_tuples.pop(tup_id, _UNKNOWN) is _UNKNOWN:
+            self.logger.error("Received ack for unknown tuple ID: %r", tup_id)
 
     def fail(self, tup_id: Any) -> None:
         saved = self.unacked_tuples.get(tup_id)
         if saved is None:
+            self.logger.error("Received fail for unknown tuple ID: %r", tup_id)
             return
-        self.failed_tuples[tup_id] += 1
-        if self.failed_tuples[tup_id] > self.max_fails:
-            self.logger.warning("giving up on tuple %r after %d failures", tup_id, self.max_fails + 1)
-            self.unacked_tuples.pop(tup_id, None)
-            self.failed_tuples.pop(tup_id, None)
-            return
-        values, stream, direct_task = saved
-        super().emit(values, tup_id, stream, direct_task)
+        tup, stream, direct_task, need_task_ids = saved
+        if self.failed_tuples[tup_id] < self.max_fails:
+            self.emit(tup, tup_id=tup_id, stream=stream, direct_task=direct_task,
+                      need_task_ids=need_task_ids)
+            self.failed_tuples[tup_id] += 1
+        else:  # pystorm: pretend it was acked
+            self.logger.info("Acking tuple ID %r after it exceeded retry limit (%r)",
+                             tup_id, self.max_fails)
+            self.ack(tup_id)
+
+
+_UNKNOWN = object()
 
 
 class Bolt(Component):

@@ -626,6 +626,60 @@ def test_reliable_spout_re_emits_a_failed_tuple_up_to_max_fails_then_gives_up() 
     assert len(h.emits) == 4
 
 
+def test_reliable_spout_acks_through_its_own_ack_after_max_fails_as_pystorm(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """pystorm: past the retry limit the id is logged and `self.ack(tup_id)` is
+    called, so an overridden ack (committing an offset, say) runs for it."""
+    committed = []
+
+    class Committing(Reliable):
+        def ack(self, tup_id: Any) -> None:
+            super().ack(tup_id)
+            committed.append(tup_id)
+
+    h = SpoutHarness(Committing)
+    h.next_tuple()
+    with caplog.at_level(logging.INFO):
+        for _ in range(3):
+            h.fail(1)
+        assert committed == [] and "retry limit" not in caplog.text
+        h.fail(1)
+    assert committed == [1]
+    assert "Acking tuple ID 1 after it exceeded retry limit (3)" in caplog.text
+    assert 1 not in h.component.unacked_tuples and 1 not in h.component.failed_tuples
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_reliable_spout_logs_an_error_for_an_unknown_id(caplog: pytest.LogCaptureFixture) -> None:
+    h = SpoutHarness(Reliable)
+    h.next_tuple()
+    with caplog.at_level(logging.INFO):
+        h.ack(1)
+        h.ack(1)
+        h.fail(7)
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors == ["Received ack for unknown tuple ID: 1", "Received fail for unknown tuple ID: 7"]
+    assert len(h.emits) == 1
+
+
+def test_reliable_spout_replays_through_its_own_emit_with_the_saved_arguments() -> None:
+    emitted = []
+
+    class Watching(Reliable):
+        def emit(self, tup: Any, tup_id: Any = None, stream: str | None = None,
+                 direct_task: int | None = None, need_task_ids: bool = False) -> Any:
+            emitted.append((list(tup), tup_id, stream, need_task_ids))
+            return super().emit(tup, tup_id, stream, direct_task, need_task_ids)
+
+    h = SpoutHarness(Watching)
+    h.next_tuple(2)
+    h.fail(2)
+    assert emitted[-1] == ([2], 2, "other", False)
+    assert h.component.unacked_tuples[2] == ([2], "other", None, False)  # pystorm's layout
+    assert h.component.failed_tuples[2] == 1
+
+
 def test_reliable_spout_re_emits_on_the_original_stream() -> None:
     h = SpoutHarness(Reliable)
     h.next_tuple(2)
