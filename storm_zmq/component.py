@@ -186,11 +186,36 @@ class Component:
         raise NotImplementedError
 
 
+def _carries_on(component: Any, exc: BaseException) -> bool:
+    """Whether `component` goes on after `exc`, as pystorm's run loop does: only
+    with `exit_on_exception` off, and only after an `Exception` (KeyboardInterrupt,
+    SystemExit and the runtime's own BaseExceptions stop it whatever the setting)."""
+    return not getattr(component, "exit_on_exception", True) and isinstance(exc, Exception)
+
+
+def _report_and_carry_on(component: Any, exc: BaseException, tup: Tuple | None = None) -> bool:
+    """pystorm's run loop with `exit_on_exception` off: the exception is reported
+    (`raise_exception`: logged with component, task and traceback, and counted in
+    the stats' errors) and the component goes on, True. Otherwise nothing is done
+    and False says the caller re-raises (the worker dies of it, as by default in
+    pystorm and Storm). Only called once something raised: no cost per tuple."""
+    if not _carries_on(component, exc):
+        return False
+    component.raise_exception(exc, tup)
+    return True
+
+
 class Spout(Component):
     """A source of tuples. `next_tuple()` emits zero or more tuples per call;
-    return without emitting when there is nothing to do (the executor backs off)."""
+    return without emitting when there is nothing to do (the executor backs off).
+
+    `exit_on_exception` (pystorm's, default True): an exception in `next_tuple`,
+    `ack`, `fail`, `activate` or `deactivate` stops the worker. Set it to False and
+    the exception is reported (`raise_exception`: logged with its traceback,
+    counted in the stats' errors) and the spout goes on."""
 
     _kind = "spout"
+    exit_on_exception = True
 
     @classmethod
     def spec(
@@ -291,13 +316,17 @@ _UNKNOWN = object()
 class Bolt(Component):
     """Processes tuples. With `auto_ack` the input is acked after `process`
     returns; with `auto_anchor` emits in `process` are anchored to the input; with
-    `auto_fail` an exception in `process` fails the input (then the error is
-    reported and the worker dies, as in Storm)."""
+    `auto_fail` an exception in `process` fails the input. Then, with
+    `exit_on_exception` (pystorm's, default True), the error is reported and the
+    worker dies, as in Storm; with it False the error is reported
+    (`raise_exception`: logged with its traceback, counted in the stats' errors)
+    and the bolt goes on with its next tuple, as pystorm's run loop does."""
 
     _kind = "bolt"
     auto_anchor = True
     auto_ack = True
     auto_fail = True
+    exit_on_exception = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -405,7 +434,13 @@ class BatchingBolt(Bolt):
     a tick that makes the count exceed `ticks_between_batches` while some tuple is
     batched; the count then restarts. So batches go every `ticks_between_batches`
     + 1 ticks while tuples keep coming (every other tick by default), and the first
-    tick after an idle spell processes at once what came in since."""
+    tick after an idle spell processes at once what came in since.
+
+    When `process_batch` raises, the batches before it were acked already; with
+    `auto_fail` its batch is failed, and every other batched tuple too unless the
+    bolt goes on (`exit_on_exception` off), in which case the batches after it wait
+    for the next tick (the count did not restart). Without `auto_fail` the batch
+    that raised stays batched, as in pystorm."""
 
     ticks_between_batches = 1
 
@@ -424,7 +459,12 @@ class BatchingBolt(Bolt):
         self._batches[self.group_key(tup)].append(tup)
 
     def _run_process(self, tup: Tuple) -> None:
-        self.process(tup)  # acked when its batch is processed
+        try:
+            self.process(tup)  # acked when its batch is processed
+        except BaseException:
+            if self.auto_fail:
+                self.fail(tup)
+            raise
 
     def _run_tick(self, tup: Tuple) -> None:
         self.process_tick(tup)
@@ -436,23 +476,36 @@ class BatchingBolt(Bolt):
     def process_batches(self) -> None:
         """Every batch through `process_batch`, then acked (pystorm's name: a
         subclass may override it to change how batches are processed)."""
-        batches, self._batches = self._batches, defaultdict(list)
-        remaining = list(batches.items())
-        while remaining:
-            key, tups = remaining.pop(0)
+        batches = self._batches
+        for key, tups in list(batches.items()):
+            if not tups:  # a batch already done before one that raised
+                continue
             self._current_tups = tups
             try:
                 self.process_batch(key, tups)
-            except BaseException:
-                if self.auto_fail:  # pystorm: fail every tuple still batched
-                    for tup in tups + [t for _, rest in remaining for t in rest]:
-                        self.fail(tup)
-                raise
-            finally:
+            except BaseException as exc:
                 self._current_tups = None
+                self._batch_raised(exc, key, tups)
+                raise
+            self._current_tups = None
             if self.auto_ack:
                 for tup in tups:
                     self.ack(tup)
+            batches[key] = []  # done, should a later batch raise
+        self._batches = defaultdict(list)
+
+    def _batch_raised(self, exc: BaseException, key: Any, tups: list[Tuple]) -> None:
+        """pystorm's BatchingBolt._handle_run_exception, for `process_batch`."""
+        exc.add_note(f"raised by process_batch for the batch of key {key!r} ({len(tups)} tuples)")
+        if not self.auto_fail:
+            return  # pystorm: the batch stays batched
+        if _carries_on(self, exc):
+            failing = tups
+        else:  # the worker dies: every tuple still batched
+            failing = [tup for batch in self._batches.values() for tup in batch]
+        for tup in failing:
+            self.fail(tup)
+        self._batches[key] = []
 
 
 class TicklessBatchingBolt(BatchingBolt):

@@ -16,6 +16,11 @@ by default); a `TicklessBatchingBolt` ignores
 ticks, as in a worker, and `harness.flush_batches()` processes its batches as its
 `secs_between_batches` timer would.
 
+An exception in the component propagates, as it stops a worker; with
+`exit_on_exception = False` it is reported instead (`harness.errors` holds
+``(exception, tuple)``), the input is failed (`auto_fail`) and the harness goes on,
+as a worker does.
+
 Every emit is also serialized as it would be between workers
 (`topology.testing.always.try.serialize`, on by default here), so a value msgpack
 cannot carry raises `SerializationError` naming component, stream and type.
@@ -26,7 +31,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import namedtuple
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,12 +43,14 @@ from storm_zmq.component import (
     Spout,
     TicklessBatchingBolt,
     Tuple,
+    _report_and_carry_on,
     check_emitted_values,
 )
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.serialization import encode_tuple
 
 TRY_SERIALIZE = "topology.testing.always.try.serialize"
+_NO_ARG = object()
 
 
 @dataclass
@@ -120,6 +127,16 @@ class _Harness:
         self.component._setup_component(conf, context)
         self.component.initialize(conf, context)
 
+    def _call(self, method: Callable[..., Any], arg: Any = _NO_ARG, tup: Tuple | None = None) -> None:
+        """`method(arg)` (or `method()`) as an executor calls it: what it raises
+        propagates, unless the component carries on (`exit_on_exception` off):
+        then it is reported, into `errors`, with `tup`."""
+        try:
+            method() if arg is _NO_ARG else method(arg)
+        except BaseException as exc:
+            if not _report_and_carry_on(self.component, exc, tup):
+                raise
+
     def emitted_values(self, stream: str | None = None) -> list[list[Any]]:
         return [e.values for e in self.emits if stream is None or e.stream == stream]
 
@@ -141,10 +158,11 @@ class BoltHarness(_Harness):
 
     def process(self, values: Sequence[Any] | Tuple, **tuple_fields: Any) -> Tuple:
         """Feed one tuple (values, or a Tuple from `make_tuple`) through `process`
-        with auto-ack/anchor/fail, as the executor would. Exceptions propagate."""
+        with auto-ack/anchor/fail, as the executor would. Exceptions propagate
+        (with `exit_on_exception` off they are reported into `errors`)."""
         tup = values if isinstance(values, Tuple) else self.make_tuple(values, **tuple_fields)
         self.inputs.append(tup)
-        self.component._run_process(tup)
+        self._call(self.component._run_process, tup, tup)
         return tup
 
     def tick(self, freq_secs: int = 1) -> None:
@@ -154,7 +172,8 @@ class BoltHarness(_Harness):
         or component config): without it a BatchingBolt that passes here never
         flushes in a real topology. A TicklessBatchingBolt only gets `process_tick`,
         as in a worker: flush it with `flush_batches()`."""
-        self.component._run_tick(Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, -1, (freq_secs,)))
+        tick = Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, -1, (freq_secs,))
+        self._call(self.component._run_tick, tick, tick)
 
     def flush_batches(self) -> None:
         """Process a batching bolt's batches now, then ack them (auto_ack), without a
@@ -164,12 +183,16 @@ class BoltHarness(_Harness):
         raises TypeError."""
         bolt = self.component
         if isinstance(bolt, TicklessBatchingBolt):
-            bolt._maybe_flush(max(time.monotonic(), bolt._next_flush))
+            self._call(bolt._maybe_flush, max(time.monotonic(), bolt._next_flush))
         elif isinstance(bolt, BatchingBolt):
-            bolt.process_batches()
-            bolt._tick_counter = 0  # as after a tick that processed the batches
+            self._call(self._flush_batching_bolt)
         else:
             raise TypeError(f"{type(bolt).__name__} is not a BatchingBolt: it has no batches to flush")
+
+    def _flush_batching_bolt(self) -> None:
+        bolt = self.component
+        bolt.process_batches()
+        bolt._tick_counter = 0  # as after a tick that processed the batches
 
 
 class SpoutHarness(_Harness):
@@ -183,11 +206,11 @@ class SpoutHarness(_Harness):
     def next_tuple(self, times: int = 1) -> list[Emit]:
         before = len(self.emits)
         for _ in range(times):
-            self.component.next_tuple()
+            self._call(self.component.next_tuple)
         return self.emits[before:]
 
     def ack(self, tup_id: Any) -> None:
-        self.component.ack(tup_id)
+        self._call(self.component.ack, tup_id)
 
     def fail(self, tup_id: Any) -> None:
-        self.component.fail(tup_id)
+        self._call(self.component.fail, tup_id)

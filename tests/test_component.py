@@ -252,6 +252,87 @@ def test_several_output_streams() -> None:
     assert [e.direct_task for e in h.emits if e.stream == "direct_out"] == [7, 7]
 
 
+# -- exit_on_exception (pystorm's run loop) -----------------------------------------------
+
+
+class CarryOn(Bolt):
+    outputs = ["x"]
+    exit_on_exception = False
+
+    def process(self, tup: Tuple) -> None:
+        if tup.values[0] == "boom":
+            self.emit(["before"])
+            raise Boom("boom")
+        self.emit([tup.values[0]])
+
+
+def test_exit_on_exception_is_pystorms_default() -> None:
+    assert Bolt.exit_on_exception is True and Spout.exit_on_exception is True
+    h = BoltHarness(FailingBolt)
+    with pytest.raises(Boom):
+        h.process(["a"])
+    assert h.errors == []  # not reported here: the worker reports it as it dies
+
+
+def test_a_bolt_with_exit_on_exception_off_reports_fails_and_goes_on() -> None:
+    h = BoltHarness(CarryOn)
+    a = h.process(["a"])
+    boom = h.process(["boom"])  # no raise
+    c = h.process(["c"])
+    assert h.acked == [a, c] and h.failed == [boom]
+    ((exc, tup),) = h.errors  # reported as pystorm's raise_exception(exc, tup)
+    assert isinstance(exc, Boom) and tup is boom
+    assert h.emitted_values() == [["a"], ["before"], ["c"]]
+    assert h.emits[1].anchors == [boom]  # anchored to the failed input: its tree fails
+    assert h.component._current_tups is None
+
+
+def test_exit_on_exception_off_without_auto_fail_only_reports() -> None:
+    class Manual(CarryOn):
+        auto_fail = False
+
+    h = BoltHarness(Manual)
+    h.process(["boom"])
+    assert h.failed == [] and h.acked == [] and len(h.errors) == 1
+
+
+def test_exit_on_exception_off_still_stops_on_a_base_exception() -> None:
+    class Interrupted(CarryOn):
+        def process(self, tup: Tuple) -> None:
+            raise KeyboardInterrupt
+
+    h = BoltHarness(Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        h.process(["a"])
+    assert h.errors == [] and h.failed == h.inputs
+
+
+def test_exit_on_exception_off_reports_through_an_overridden_raise_exception() -> None:
+    seen = []
+
+    class Sentry(CarryOn):
+        def raise_exception(self, exc: BaseException, tup: Tuple | None = None) -> None:
+            seen.append((type(exc).__name__, tup.values[0] if tup else None))
+            super().raise_exception(exc, tup)
+
+    h = BoltHarness(Sentry)
+    h.process(["boom"])
+    assert seen == [("Boom", "boom")] and len(h.errors) == 1
+
+
+def test_exit_on_exception_off_covers_process_tick() -> None:
+    class TickBoom(CarryOn):
+        def process_tick(self, tup: Tuple) -> None:
+            raise Boom("tick")
+
+    h = BoltHarness(TickBoom)
+    h.tick()
+    ((exc, tup),) = h.errors
+    assert isinstance(exc, Boom) and tup.is_tick_tuple()
+    h.process(["a"])
+    assert h.emitted_values() == [["a"]]
+
+
 # -- tuples ------------------------------------------------------------------------------
 
 
@@ -483,6 +564,70 @@ def test_batching_bolt_without_auto_ack_and_auto_fail() -> None:
     assert h.failed == []
 
 
+class CarryOnBatches(GroupBolt):
+    exit_on_exception = False
+    raise_for = "b"
+
+    def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+        if key == self.raise_for:
+            raise Boom(key)
+        super().process_batch(key, tups)
+
+
+def test_a_batching_bolt_that_carries_on_fails_only_the_batch_that_raised() -> None:
+    """pystorm's BatchingBolt._handle_run_exception with exit_on_exception off: the
+    batches before were acked, the one that raised is failed, the ones after stay
+    batched and go on the next tick (the count did not restart)."""
+    h = BoltHarness(CarryOnBatches)
+    for word in ["a1", "b1", "c1", "b2"]:
+        h.process([word])
+    batch_tick(h)  # no raise
+    assert [t.values[0] for t in h.acked] == ["a1"]
+    assert [t.values[0] for t in h.failed] == ["b1", "b2"]
+    ((exc, _),) = h.errors
+    assert isinstance(exc, Boom)
+    assert any("key 'b' (2 tuples)" in note for note in exc.__notes__)
+    assert h.component.batches == [("a", ["a1"])]
+    h.tick()  # the next tick: c's batch, which waited
+    assert h.component.batches == [("a", ["a1"]), ("c", ["c1"])]
+    assert [t.values[0] for t in h.acked] == ["a1", "c1"]
+    assert h.component._tick_counter == 0
+    h.process(["b3"])  # b's batch fails again, alone
+    batch_tick(h)
+    assert [t.values[0] for t in h.failed] == ["b1", "b2", "b3"] and len(h.errors) == 2
+
+
+def test_a_batching_bolt_that_carries_on_without_auto_fail_keeps_the_batch() -> None:
+    """pystorm: with auto_fail off the batch that raised is not failed and stays
+    batched, for process_batch again with the next batches."""
+    class Manual(CarryOnBatches):
+        auto_fail = False
+
+    h = BoltHarness(Manual)
+    h.process(["b1"])
+    batch_tick(h)
+    assert h.failed == [] and len(h.errors) == 1
+    h.component.raise_for = None
+    h.process(["b2"])
+    h.tick()
+    assert h.component.batches == [("b", ["b1", "b2"])]
+
+
+def test_a_batching_bolt_that_carries_on_fails_a_tuple_whose_group_key_raised() -> None:
+    class BadKey(CarryOnBatches):
+        def group_key(self, tup: Tuple) -> Any:
+            if tup.values[0] == "bad":
+                raise Boom("key")
+            return super().group_key(tup)
+
+    h = BoltHarness(BadKey)
+    bad = h.process(["bad"])
+    h.process(["a1"])
+    assert h.failed == [bad] and len(h.errors) == 1
+    batch_tick(h)
+    assert h.component.batches == [("a", ["a1"])]
+
+
 # -- TicklessBatchingBolt ------------------------------------------------------------------
 
 
@@ -598,6 +743,55 @@ def test_base_spout_next_tuple_and_bolt_process_are_abstract() -> None:
     with pytest.raises(NotImplementedError):
         h.process(["x"])
     assert h.failed == h.inputs
+
+
+def test_a_tickless_batching_bolt_that_carries_on_fails_the_batch_and_keeps_its_timer() -> None:
+    class CarryOnTickless(Tickless):
+        exit_on_exception = False
+
+        def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+            if any(t.values[0] == "boom" for t in tups):
+                raise Boom("batch")
+            super().process_batch(key, tups)
+
+    h = BoltHarness(CarryOnTickless)
+    bolt = h.component
+    boom = h.process(["boom"])
+    h.flush_batches()  # no raise
+    assert h.failed == [boom] and len(h.errors) == 1 and dict(bolt._batches) == {None: []}
+    h.process([1])
+    h.flush_batches()
+    assert bolt.flushed == [[1]] and h.acked == [h.inputs[-1]]
+
+
+def test_a_spout_with_exit_on_exception_off_reports_and_goes_on() -> None:
+    class Flaky(Spout):
+        outputs = ["n"]
+        exit_on_exception = False
+
+        def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+            self.n = 0
+
+        def next_tuple(self) -> None:
+            self.n += 1
+            if self.n == 2:
+                raise Boom("next")
+            self.emit([self.n], tup_id=self.n)
+
+        def ack(self, tup_id: Any) -> None:
+            raise Boom("ack")
+
+    h = SpoutHarness(Flaky)
+    assert [e.values for e in h.next_tuple(3)] == [[1], [3]]
+    h.ack(1)
+    assert [str(exc) for exc, tup in h.errors] == ["next", "ack"]
+    assert all(tup is None for _, tup in h.errors)
+
+    class Strict(Flaky):
+        exit_on_exception = True
+
+    with pytest.raises(Boom):
+        SpoutHarness(Strict).next_tuple(2)
 
 
 class Reliable(ReliableSpout):

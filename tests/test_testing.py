@@ -306,3 +306,38 @@ def test_a_bolts_own_ack_of_what_auto_ack_acks_is_recorded_once_as_in_a_worker()
     h = BoltHarness(AcksToo)
     first, second = h.process(["a"]), h.process(["b"])
     assert h.acked == [first, second]
+
+
+def test_flush_batches_of_a_batching_bolt_that_carries_on_reports_as_a_worker_would() -> None:
+    class Carrier(Batcher):
+        exit_on_exception = False
+
+        def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+            if key == "b":
+                raise ValueError("b")
+            super().process_batch(key, tups)
+
+    h = BoltHarness(Carrier)
+    for word in ["a", "b", "c"]:
+        h.process([word])
+    h.tick()
+    h.flush_batches()  # reported, not raised
+    assert [str(exc) for exc, _ in h.errors] == ["b"]
+    assert [t.values[0] for t in h.failed] == ["b"]
+    assert h.emitted_values() == [["a", 1]]
+    assert h.component._tick_counter == 1  # not restarted by a flush that raised
+    h.tick()
+    assert h.emitted_values() == [["a", 1]]
+    h.tick()  # 3 > ticks_between_batches = 2: c's batch, which waited
+    assert h.emitted_values() == [["a", 1], ["c", 1]]
+
+
+def test_the_harness_raises_what_a_worker_dies_of() -> None:
+    class Raises(Batcher):
+        def group_key(self, tup: Tuple) -> Any:
+            raise ValueError("key")
+
+    h = BoltHarness(Raises)
+    with pytest.raises(ValueError, match="key"):
+        h.process(["a"])
+    assert h.failed == h.inputs and h.errors == []

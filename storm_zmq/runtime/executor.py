@@ -37,6 +37,7 @@ from storm_zmq.component import (
     Spout,
     TicklessBatchingBolt,
     Tuple,
+    _report_and_carry_on,
     check_emitted_values,
 )
 from storm_zmq.messaging.base import TaskMessage
@@ -453,6 +454,18 @@ class Executor(threading.Thread):
         task = getattr(exc, "_storm_task", self.assignment.tasks[0])
         self.failure = ComponentFailed(self.component, task, "".join(traceback.format_exception(exc)))
         self.worker.executor_failed(self)
+
+    def _carry_on(self, exc: BaseException, task: int, tup: Tuple | None = None) -> bool:
+        """A task's component raised `exc`. With pystorm's `exit_on_exception` off
+        it reports it (`raise_exception`: logged with component, task and
+        traceback, counted in `errors_reported` and the worker's errors) and this
+        executor goes on: True. Otherwise (the default, a BaseException, or
+        `QueueClosed`: stopping) the task is named for the worker's report and the
+        caller re-raises: False. Only called once something raised."""
+        if isinstance(exc, QueueClosed) or not _report_and_carry_on(self.components[task], exc, tup):
+            _blame(exc, task)
+            return False
+        return True
 
     def step(self) -> bool:
         """One turn of `loop` for a shared thread: whatever can be done now, without
@@ -925,7 +938,8 @@ class Executor(threading.Thread):
 class BoltExecutor(Executor):
     def build_components(self) -> None:
         super().build_components()
-        self._tickless = [c for c in self.components.values() if isinstance(c, TicklessBatchingBolt)]
+        self._tickless = [(task, c) for task, c in self.components.items()
+                          if isinstance(c, TicklessBatchingBolt)]
         # Tick tuples come from the executor's own clock, between batches, rather
         # than through the queue: they then never wait behind a full queue, and
         # never make a drained queue look busy.
@@ -1029,10 +1043,14 @@ class BoltExecutor(Executor):
                 try:
                     component._run_tick(tick)
                 except BaseException as exc:
-                    _blame(exc, task)
+                    if not self._carry_on(exc, task, tick):
+                        raise
+        for task, component in self._tickless:
+            try:
+                component._maybe_flush(now)
+            except BaseException as exc:
+                if not self._carry_on(exc, task):
                     raise
-        for component in self._tickless:
-            component._maybe_flush(now)
         self.flush()
         self._in_hand = 0
 
@@ -1062,13 +1080,19 @@ class BoltExecutor(Executor):
         components = self.components
         executed = 0
         task = self.assignment.tasks[0]
+        tup = None
+        items = iter(items)
         try:
-            for task, tup in items:
-                components[task]._run_process(tup)
-                executed += 1
-        except BaseException as exc:
-            _blame(exc, task)
-            raise
+            while True:  # once, unless a bolt that carries on raised: then the rest
+                try:
+                    for task, tup in items:
+                        components[task]._run_process(tup)
+                        executed += 1
+                    break
+                except BaseException as exc:
+                    if not self._carry_on(exc, task, tup):
+                        raise
+                    executed += 1  # given to process(), and failed
         finally:
             self.executed += executed
 
@@ -1083,34 +1107,40 @@ class BoltExecutor(Executor):
         executed = 0
         task = self.assignment.tasks[0]
         tup = None
+        items = iter(items)
         try:
-            for task, tup in items:
-                if acking:
-                    bolt = components[task]
-                    bolt._current_tups = [tup]
-                    bolt.process(tup)
-                    bolt._current_tups = None
-                    tuple_id = tup.id
-                    if type(tuple_id) is TupleId:
-                        fold_ack(self._acks_out, tuple_id.roots, tuple_id.ack_val)
-                else:
-                    components[task].process(tup)
-                executed += 1
-        except BaseException as exc:
-            components[task]._current_tups = None
-            self._process_raised(exc, task, tup)
-            raise
+            while True:  # once, unless a bolt that carries on raised: then the rest
+                try:
+                    for task, tup in items:
+                        if acking:
+                            bolt = components[task]
+                            bolt._current_tups = [tup]
+                            bolt.process(tup)
+                            bolt._current_tups = None
+                            tuple_id = tup.id
+                            if type(tuple_id) is TupleId:
+                                fold_ack(self._acks_out, tuple_id.roots, tuple_id.ack_val)
+                        else:
+                            components[task].process(tup)
+                        executed += 1
+                    break
+                except BaseException as exc:
+                    components[task]._current_tups = None
+                    if not self._process_raised(exc, task, tup):
+                        raise
+                    self.executed += 1  # given to process(), and failed (not acked)
         finally:
             self.executed += executed
             self.acked += executed
 
-    def _process_raised(self, exc: BaseException, task: int, tup: Tuple | None) -> None:
+    def _process_raised(self, exc: BaseException, task: int, tup: Tuple | None) -> bool:
         """What `Bolt._run_process` does when `process` raises: fail the input if
-        `auto_fail`; then the task is named for the report."""
+        `auto_fail`; then the bolt carries on (True) or the task is named for the
+        report (False; see `_carry_on`)."""
         bolt = self.components[task]
         if tup is not None and bolt.auto_fail:
             bolt.fail(tup)
-        _blame(exc, task)
+        return self._carry_on(exc, task, tup)
 
     def _run_one(self, task: int, tup: Tuple, sampled_at: float) -> None:
         """A tuple followed from here to its ack (process latency)."""
@@ -1329,7 +1359,11 @@ class SpoutExecutor(Executor):
         if now >= self._next_rotation:
             for expired in self.pending.rotate():
                 self.failed += 1
-                components[expired.task_id].fail(expired.msg_id)
+                try:
+                    components[expired.task_id].fail(expired.msg_id)
+                except BaseException as exc:
+                    if not self._carry_on(exc, expired.task_id):
+                        raise
             self._next_rotation = now + self.pending.rotation_interval_secs
         self._run_deferred_acks()
         emitted = 0
@@ -1345,8 +1379,8 @@ class SpoutExecutor(Executor):
                         try:
                             component.next_tuple()
                         except BaseException as exc:
-                            _blame(exc, task)
-                            raise
+                            if not self._carry_on(exc, task):
+                                raise
                 if self.emitted == before or time.monotonic() >= deadline:
                     emitted += self.emitted - before
                     break
@@ -1359,14 +1393,20 @@ class SpoutExecutor(Executor):
             self._activate_requested.clear()
             if not self.active:
                 self.active = True
-                for component in self.components.values():
-                    component.activate()
+                self._call_each("activate")
         if self._deactivate_requested.is_set():
             self._deactivate_requested.clear()
             if self.active:
                 self.active = False
-                for component in self.components.values():
-                    component.deactivate()
+                self._call_each("deactivate")
+
+    def _call_each(self, hook: str) -> None:
+        for task, component in self.components.items():
+            try:
+                getattr(component, hook)()
+            except BaseException as exc:
+                if not self._carry_on(exc, task):
+                    raise
 
     def _take_input(self, batches: list[list[tuple[int, Any]]]) -> None:
         while self._backlog:
@@ -1387,12 +1427,20 @@ class SpoutExecutor(Executor):
                     self.complete_samples += 1
                     if len(self.complete_latencies_ms) < 100_000:
                         self.complete_latencies_ms.append(latency)
-                    components[entry.task_id].ack(entry.msg_id)
+                    try:
+                        components[entry.task_id].ack(entry.msg_id)
+                    except BaseException as exc:
+                        if not self._carry_on(exc, entry.task_id):
+                            raise
             elif tup.stream == ACKER_FAIL_STREAM_ID:
                 entry = pending.fail(tup.values[0])
                 if entry is not None:
                     self.failed += 1
-                    components[entry.task_id].fail(entry.msg_id)
+                    try:
+                        components[entry.task_id].fail(entry.msg_id)
+                    except BaseException as exc:
+                        if not self._carry_on(exc, entry.task_id):
+                            raise
             else:
                 self.malformed += 1
 
@@ -1401,7 +1449,11 @@ class SpoutExecutor(Executor):
             acks, self._deferred_acks = self._deferred_acks, []
             for task, tup_id in acks:
                 self.acked += 1
-                self.components[task].ack(tup_id)
+                try:
+                    self.components[task].ack(tup_id)
+                except BaseException as exc:
+                    if not self._carry_on(exc, task):
+                        raise
 
 
 def new_executor(worker: WorkerState, assignment: ExecutorAssignment) -> Executor:

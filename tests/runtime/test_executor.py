@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from storm_zmq import Bolt
+from storm_zmq import BatchingBolt, Bolt, TicklessBatchingBolt
 from storm_zmq.component import Tuple
 from storm_zmq.runtime.acking import (
     ACKER_ACK_STREAM_ID,
@@ -21,6 +21,7 @@ from storm_zmq.runtime.acking import (
 )
 from storm_zmq.runtime.assignment import ACKER
 from storm_zmq.runtime.executor import BoltExecutor, OutputRefused, SpoutExecutor, new_executor
+from storm_zmq.runtime.queues import QueueClosed
 from storm_zmq.runtime.serialization import TupleId, decode_tuples
 from storm_zmq.runtime.worker import WorkerState
 from tests.runtime.wordcount_state import word_count_state
@@ -196,6 +197,119 @@ def test_a_raising_process_fails_its_input_and_acks_only_what_ran_either_way(
         acker = next(e.index for e in state.local_executors if e.component == ACKER)
         assert sorted((t.stream, tuple(t.values)) for _, t in taken(state, acker)) == [
             (ACKER_ACK_STREAM_ID, (1, 0x100)), (ACKER_FAIL_STREAM_ID, (2,))]
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["acks inline", "run_process each"])
+@pytest.mark.parametrize("acking", [False, True], ids=["acking off", "acking on"])
+def test_a_bolt_with_exit_on_exception_off_reports_fails_and_runs_the_rest_of_the_batch(
+    acking: bool, inline: bool, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """pystorm's exit_on_exception = False, on both paths: each raise is reported
+    (logged with component, task and traceback; counted in errors_reported and the
+    worker's errors), its input failed, and the batch goes on."""
+    state, executors = one_worker(acking=acking)
+    count = executors["count_bolt"]
+    (task, bolt) = next(iter(count.components.items()))
+    bolt.exit_on_exception = False
+    assert count._acks_inline()  # the setting leaves the inline path alone
+    if not inline:
+        count._acks_inline = lambda: False  # type: ignore[method-assign]
+    word_count = bolt.process
+
+    def process(tup: Tuple) -> None:
+        if tup.values.word.startswith("boom"):
+            raise RuntimeError(tup.values.word)
+        word_count(tup)
+
+    bolt.process = process  # type: ignore[method-assign]
+    with caplog.at_level("ERROR"):
+        count._run_batch(word_tuples(state, count, ["a", "boom1", "c", "boom2", "a"]))
+    assert (count.executed, count.acked, count.failed) == (5, 3, 2)
+    assert bolt._current_tups is None and bolt.counts == Counter({"a": 2, "c": 1})
+    assert count.errors_reported == 2
+    assert [(e["component"], e["task"]) for e in state.errors] == [("count_bolt", task)] * 2
+    assert "RuntimeError: boom2" in state.errors[1]["text"] and "Traceback" in state.errors[1]["text"]
+    reports = [r.getMessage() for r in caplog.records if "reported an error" in r.getMessage()]
+    assert len(reports) == 2 and f"'count_bolt' task {task}" in reports[0]
+    assert "RuntimeError: boom1" in reports[0]
+    count.flush()
+    if acking:
+        acker = next(e.index for e in state.local_executors if e.component == ACKER)
+        assert sorted((t.stream, tuple(t.values)) for _, t in taken(state, acker)) == [
+            (ACKER_ACK_STREAM_ID, (1, 0x100)), (ACKER_ACK_STREAM_ID, (3, 0x102)),
+            (ACKER_ACK_STREAM_ID, (5, 0x104)),
+            (ACKER_FAIL_STREAM_ID, (2,)), (ACKER_FAIL_STREAM_ID, (4,))]
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["acks inline", "run_process each"])
+def test_exit_on_exception_off_does_not_swallow_a_base_exception_or_a_closed_queue(
+    inline: bool,
+) -> None:
+    state, executors = one_worker(acking=False)
+    count = executors["count_bolt"]
+    (task, bolt) = next(iter(count.components.items()))
+    bolt.exit_on_exception = False
+    if not inline:
+        count._acks_inline = lambda: False  # type: ignore[method-assign]
+
+    class Interrupt(BaseException):
+        pass
+
+    for exc in (Interrupt(), QueueClosed()):
+        def process(tup: Tuple, exc: BaseException = exc) -> None:
+            raise exc
+
+        bolt.process = process  # type: ignore[method-assign]
+        with pytest.raises(type(exc)) as raised:
+            count._run_batch(word_tuples(state, count, ["a", "b"]))
+        assert raised.value._storm_task == task  # type: ignore[attr-defined]
+    assert count.errors_reported == 0 and count.failed == 2
+
+
+class Batches(BatchingBolt):
+    outputs = ["word", "count"]  # the count bolt's, whose collector it gets
+    exit_on_exception = False
+
+    def group_key(self, tup: Tuple) -> Any:
+        return tup.values.word
+
+    def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+        if key == "boom":
+            raise RuntimeError("batch")
+        self.emit([key, len(tups)])
+
+
+class TicklessBatches(TicklessBatchingBolt, Batches):
+    secs_between_batches = 0.0
+
+
+@pytest.mark.parametrize("bolt_cls", [Batches, TicklessBatches])
+def test_a_batching_bolt_with_exit_on_exception_off_goes_on_after_a_batch_raised(
+    bolt_cls: type[BatchingBolt],
+) -> None:
+    """A batch that raises on a tick (or a tickless bolt's timer) in the executor:
+    reported, its tuples failed; the batch before it was acked, the one after it
+    goes next time, and the executor goes on."""
+    state, executors = one_worker(acking=False)
+    count = executors["count_bolt"]
+    (task, old) = next(iter(count.components.items()))
+    bolt = bolt_cls(collector=old._collector, name="count_bolt", task=task)
+    old._collector.bind(bolt)
+    count.components[task] = bolt
+    count._tickless = [(task, bolt)] if bolt_cls is TicklessBatches else []
+    count._tick_secs = 1
+    emitted_after = []
+    inputs = [word_tuples(state, count, ["a", "boom", "c"])]
+    # a BatchingBolt's first batches go on its second tick (pystorm), a tickless
+    # bolt's (secs_between_batches = 0) on every round
+    for _ in range(3 if bolt_cls is Batches else 2):
+        count._next_tick = 0.0
+        count._run_input(inputs)
+        inputs = []
+        emitted_after.append(count.emitted)
+    assert emitted_after[-2:] == [1, 2]  # "a", then "c" the round after "boom" raised
+    assert (count.executed, count.acked, count.failed, count.errors_reported) == (3, 2, 1, 1)
+    assert "batch of key 'boom' (1 tuples)" in state.errors[0]["text"]
 
 
 def test_a_bolt_that_acks_its_own_way_runs_each_tuple_through_run_process() -> None:
@@ -560,6 +674,41 @@ def test_a_tree_is_acked_through_a_local_acker_without_its_queue_or_thread() -> 
     spout_component.ack = acked.append  # type: ignore[method-assign]
     spout._handle_batch([completion])
     assert acked == ["s1"] and len(spout.pending) == 0
+
+
+def test_a_spout_with_exit_on_exception_off_goes_on_after_next_tuple_or_ack_raised() -> None:
+    state, executors = whole_word_count({})
+    spout, split, count = (executors[c] for c in ("sentence_spout", "split_bolt", "count_bolt"))
+    (task, component) = next(iter(spout.components.items()))
+    component.exit_on_exception = False
+    emit = component.next_tuple
+
+    def next_tuple() -> None:
+        emit()
+        raise RuntimeError("next")
+
+    def ack(tup_id: Any) -> None:
+        raise RuntimeError("ack")
+
+    component.next_tuple = next_tuple  # type: ignore[method-assign]
+    component.ack = ack  # type: ignore[method-assign]
+    spout.active = True
+    spout.batch_size = 1
+    spout._round(may_emit=True)  # reported, not raised
+    assert spout.emitted == 1 and len(spout.pending) == 1
+    split._run_batch(taken(state, split.index))
+    split.flush()
+    count._run_batch(taken(state, count.index))
+    count.flush()
+    spout._handle_batch(taken(state, spout.index))  # the completion: ack raises
+    assert len(spout.pending) == 0 and spout.acked == 1
+    assert spout.errors_reported == 2
+    assert [e["text"].splitlines()[-1] for e in state.errors] == [
+        "RuntimeError: next", "RuntimeError: ack"]
+    component.exit_on_exception = True  # pystorm's default: the worker dies of it
+    with pytest.raises(RuntimeError, match="next") as raised:
+        spout._round(may_emit=True)
+    assert raised.value._storm_task == task  # type: ignore[attr-defined]
 
 
 def test_a_failed_tuple_fails_its_tree_through_a_local_acker() -> None:

@@ -160,6 +160,29 @@ def test_a_component_that_raises_stops_the_run_with_its_traceback(
     assert int(crash[2]) == 5, result.stdout  # executed: ids 0-4, then 5 raised
 
 
+def test_a_bolt_with_exit_on_exception_off_reports_fails_and_goes_on(tmp_path: Path) -> None:
+    """pystorm's exit_on_exception = False: every exception in process() is reported
+    with its traceback, its input failed (and replayed by the spout), and the run
+    goes on to the end."""
+    count = 50
+    result = run("carry_on.py", tmp_path, "-o", f"test.count={count}", timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert "every spout is exhausted" in result.stdout
+    raised = [i for i in range(count) if i % 7 == 0]
+    for i in raised:
+        assert f"ValueError: id {i} raised on purpose" in result.stderr
+    assert result.stderr.count("component 'carry_on' task") == len(raised)
+    assert result.stderr.count("Traceback") == len(raised)
+    (spout,) = outputs(tmp_path, "spout").values()
+    assert spout["acked"] == list(range(count))
+    assert spout["failures"] == len(raised), "failed by the bolt, not timed out"
+    (sink,) = outputs(tmp_path, "sink").values()
+    assert sorted(sink) == list(range(count))
+    (row,) = [line.split() for line in result.stdout.splitlines() if line.startswith("  carry_on ")]
+    executed, acked, failed = (int(n) for n in row[2:5])
+    assert (executed, acked, failed) == (count + len(raised), count, len(raised)), result.stdout
+
+
 def test_a_cleanup_that_raises_fails_the_run_with_its_traceback(tmp_path: Path) -> None:
     result = run("cleanup.py", tmp_path, "-o", "test.count=50", "-o", "test.cleanup=raise")
     assert "every spout is exhausted" in result.stdout

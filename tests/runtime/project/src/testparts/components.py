@@ -297,3 +297,23 @@ class CleanupBolt(Bolt):
         if self.mode == "emit":
             print(f"cleaner counted {self.count} in {self.topology_name}")
             self.emit([self.count])
+
+
+class CarryOnBolt(Bolt):
+    """Raises on the first sight of every id divisible by 7, with pystorm's
+    exit_on_exception off: each is reported and failed (then replayed by the spout),
+    and the bolt goes on."""
+
+    outputs = ["id"]
+    exit_on_exception = False
+
+    def initialize(self, conf, ctx):
+        self.seen = set()
+
+    def process(self, tup):
+        i = tup.values.id
+        first = i not in self.seen
+        self.seen.add(i)
+        if first and i % 7 == 0:
+            raise ValueError(f"id {i} raised on purpose")
+        self.emit([i])
