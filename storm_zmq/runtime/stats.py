@@ -141,6 +141,10 @@ class RunStats:
         malformed = sum(t["malformed"] for t in totals.values())
         if refused or malformed:
             lines.append(f"  dropped input: {refused}, malformed tuples: {malformed}")
+        reported = {name: t["errors_reported"] for name, t in totals.items() if t["errors_reported"]}
+        if reported:  # raise_exception, or exit_on_exception off: the run went on
+            counts = ", ".join(f"{name} {n:,}" for name, n in reported.items())
+            lines.append(f"  errors reported: {counts} (tracebacks in the log above)")
         return "\n".join(lines)
 
 

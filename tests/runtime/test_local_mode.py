@@ -181,6 +181,8 @@ def test_a_bolt_with_exit_on_exception_off_reports_fails_and_goes_on(tmp_path: P
     (row,) = [line.split() for line in result.stdout.splitlines() if line.startswith("  carry_on ")]
     executed, acked, failed = (int(n) for n in row[2:5])
     assert (executed, acked, failed) == (count + len(raised), count, len(raised)), result.stdout
+    assert f"  errors reported: carry_on {len(raised)} (tracebacks in the log above)" \
+        in result.stdout.splitlines()
 
 
 def test_a_cleanup_that_raises_fails_the_run_with_its_traceback(tmp_path: Path) -> None:
