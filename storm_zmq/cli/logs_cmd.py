@@ -255,7 +255,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         raise UsageError(f"--lines must be at least 0, got {args.lines}")
     printer = LogPrinter(out, err, args.component, args.lines)
     with _cluster(args) as state:
-        topology_id, record = _find(state, args.name)
+        # a killed topology's workers drain (and run cleanup()) until nimbus removes
+        # it: their logs are what its owner wants to see then
+        topology_id, record = _find(state, args.name, killed_too=True)
+        follow = args.follow
+        if follow and record["status"] == "killed":
+            print(f"topology {args.name!r} is killed: showing its logs, not following", file=err)
+            follow = False
         if args.component is not None:
             known = sorted([*record.get("components", {}), "__acker"])
             if args.component not in known:
@@ -275,11 +281,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         if not workers and state.get_assignment(topology_id) is None:
             print(f"topology {args.name!r} ({topology_id}) has no workers yet: nimbus has "
                   "not assigned it (are there supervisors with free slots?)", file=err)
-            if not args.follow:
+            if not follow:
                 return 1
         for worker in workers:
             printer.tail(worker)
-        if not args.follow:
+        if not follow:
             return 0 if printer.states or not workers else 1
         # Ctrl-C (SIGINT) sets a flag the loop checks, by a handler of our own:
         # Python raises KeyboardInterrupt only if it started with SIGINT at its

@@ -229,6 +229,11 @@ def test_following_ends_when_the_topology_is_killed(
             follow.communicate()
     assert follow.returncode == 0 and out == ""
     assert err == "topology 'topo' was killed; stopping\n"
+    if how == "killed":  # draining until nimbus removes it: its logs still show
+        shown = logs_process(conf_file, "-f", "-n", "1")
+        out, err = shown.communicate(timeout=30)
+        assert (shown.returncode, out) == (0, "127.0.0.1:6700 line 999\n")
+        assert err == "topology 'topo' is killed: showing its logs, not following\n"
 
 
 # ------------------------------------------------------------- a real cluster
