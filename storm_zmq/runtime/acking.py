@@ -662,9 +662,15 @@ def anchor_one(anchor: Anchorable, rng: random.Random) -> dict[int, int]:
     (auto-anchoring to the input): every root gets the same fresh edge id, so the
     new tuple's roots are one ``dict.fromkeys`` instead of a loop. The caller checks
     that ``anchor.roots`` is not empty (`anchor_roots` skips such anchors)."""
+    return dict.fromkeys(anchor.roots, anchor_edge(anchor, rng))
+
+
+def anchor_edge(anchor: Anchorable, rng: random.Random) -> int:
+    """The fresh edge id of one tuple anchored to `anchor` alone, XORed into the
+    anchor's ``ack_val``: the new tuple's edge in each of the anchor's trees."""
     edge = rng.getrandbits(_ID_BITS) or new_edge_id(rng)  # new_edge_id's draw, inlined
     anchor.ack_val ^= edge
-    return dict.fromkeys(anchor.roots, edge)
+    return edge
 
 
 def ack_messages(roots: Mapping[int, int], ack_val: int) -> list[tuple[int, int]]:

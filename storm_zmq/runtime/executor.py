@@ -49,9 +49,9 @@ from storm_zmq.runtime.acking import (
     Outcome,
     SpoutPending,
     acker_index,
+    anchor_edge,
     anchor_one,
     anchor_roots,
-    fold_ack,
     root_id_for,
     spout_emit_ids,
 )
@@ -65,6 +65,7 @@ from storm_zmq.runtime.serialization import (
     TupleTooLarge,
     decode_tuples,
     encode_tuples,
+    one_tree_id,
 )
 
 if TYPE_CHECKING:
@@ -282,8 +283,7 @@ class TaskCollector:
                 executor.process_samples += 1
         tuple_id = tup.id if type(tup) is Tuple else _id_of(tup)
         if type(tuple_id) is TupleId and executor.acking:
-            # one ACKER_ACK per root and batch, sent at flush
-            fold_ack(executor._acks_out, tuple_id.roots, tuple_id.ack_val)
+            tuple_id.ack_into(executor._acks_out)  # one ACKER_ACK per root and batch, at flush
 
     def fail(self, tup: Tuple) -> None:
         self._executor.failed += 1
@@ -587,25 +587,32 @@ class Executor(threading.Thread):
         if type(anchors) is list and len(anchors) == 1:  # auto-anchoring: the input
             anchor = anchors[0]
             anchor_id = anchor.id if type(anchor) is Tuple else _id_of(anchor)
-            if type(anchor_id) is TupleId and anchor_id.roots:
+            if type(anchor_id) is TupleId and (anchor_id.many is None or anchor_id.many):
                 # the per-word path of an acking bolt: _deliver_with_roots inlined,
                 # and _local for the targets of this worker (only buffering in the
-                # loop: a flush renews _out_local)
+                # loop: a flush renews _out_local); an input in one tree (nearly
+                # all) gives ids without a roots dict (TupleId)
                 rng = self._rng
                 location = self._task_location
                 out_local = self._out_local
+                one_tree = anchor_id.many is None
+                root = anchor_id.root
                 self.transferred += len(targets)
                 for target in targets:
-                    roots = anchor_one(anchor_id, rng)
+                    if one_tree:
+                        edge = anchor_edge(anchor_id, rng)
+                        tuple_id = one_tree_id(root, edge)
+                    else:
+                        tuple_id = TupleId(anchor_one(anchor_id, rng))
                     where = location[target]
                     if where < 0:
-                        self._remote(target, source, route.stream, roots, tuple(values))
+                        self._remote(target, source, route.stream, tuple_id.roots, tuple(values))
                         continue
                     batch = out_local.get(where)
                     if batch is None:
                         batch = out_local[where] = []
                     batch.append((target, _new(Tuple, (
-                        TupleId(roots), self.component, route.stream, source,
+                        tuple_id, self.component, route.stream, source,
                         _new(route.values_cls, values)))))
                     self._buffered += 1
                 if self._buffered >= self._max_buffered:
@@ -1119,7 +1126,13 @@ class BoltExecutor(Executor):
                             bolt._current_tups = None
                             tuple_id = tup.id
                             if type(tuple_id) is TupleId:
-                                fold_ack(self._acks_out, tuple_id.roots, tuple_id.ack_val)
+                                if tuple_id.many is None:  # TupleId.ack_into, inline
+                                    folded = self._acks_out
+                                    root = tuple_id.root
+                                    folded[root] = (folded.get(root, 0) ^ tuple_id.edge
+                                                    ^ tuple_id.ack_val)
+                                else:
+                                    tuple_id.ack_into(self._acks_out)
                         else:
                             components[task].process(tup)
                         executed += 1

@@ -30,12 +30,14 @@ from storm_zmq.runtime.acking import (
     ACKER_ACK_STREAM_ID,
     ACKER_FAIL_STREAM_ID,
     ACKER_INIT_STREAM_ID,
+    fold_ack,
 )
 
 # One packer per thread: twice as fast as msgpack.packb, and never shared between
 # executor threads.
 _thread = threading.local()
 _U64 = 2**64 - 1
+_new_object = object.__new__
 
 
 class SerializationError(TypeError):
@@ -52,16 +54,55 @@ class MalformedTuple(ValueError):
 
 class TupleId:
     """A tuple's place in its tuple trees: `roots` (root id -> this tuple's edge
-    id) and `ack_val`, the XOR of the edge ids of tuples anchored to it so far."""
+    id) and `ack_val`, the XOR of the edge ids of tuples anchored to it so far.
 
-    __slots__ = ("roots", "ack_val")
+    Nearly every tracked tuple is in one tree, and a worker holds thousands of them
+    alive (everything in flight under `topology.max.spout.pending`). A one-tree id
+    keeps its `root` and `edge` in slots, with `many` None: 64 bytes, where a
+    `{root: edge}` dict added 224, and the cache paid for it (session 19 in
+    docs/benchmarks.md: a one-worker word count with acking counted 10-22 % more
+    words). An id in several trees keeps them in `many`. `roots` is the dict
+    either way, made on demand for a one-tree id: for the paths that are not per
+    tuple. `ack_into` folds this tuple's ack without it."""
+
+    __slots__ = ("root", "edge", "many", "ack_val")
 
     def __init__(self, roots: dict[int, int]) -> None:
-        self.roots = roots
+        if len(roots) == 1:
+            ((self.root, self.edge),) = roots.items()
+            self.many = None
+        else:
+            self.root = self.edge = None
+            self.many = roots
         self.ack_val = 0
+
+    @property
+    def roots(self) -> dict[int, int]:
+        many = self.many
+        return {self.root: self.edge} if many is None else many
+
+    def ack_into(self, folded: dict[int, int]) -> None:
+        """XOR this tuple's ACKER_ACK messages into `folded` (root id -> value):
+        `fold_ack` of its roots and ack_val, without a dict for a one-tree id."""
+        many = self.many
+        if many is None:
+            root = self.root
+            folded[root] = folded.get(root, 0) ^ self.edge ^ self.ack_val
+        else:
+            fold_ack(folded, many, self.ack_val)
 
     def __repr__(self) -> str:
         return "TupleId(" + ", ".join(f"{r:x}:{e:x}" for r, e in self.roots.items()) + ")"
+
+
+def one_tree_id(root: int, edge: int) -> TupleId:
+    """``TupleId({root: edge})`` without the dict: an anchored emit's per-tuple path."""
+    tuple_id = _new_object(TupleId)
+    tuple_id.root = root
+    tuple_id.edge = edge
+    tuple_id.many = None
+    tuple_id.ack_val = 0
+    return tuple_id
 
 
 def encode_tuples(

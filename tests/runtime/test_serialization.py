@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from storm_zmq.runtime.acking import fold_ack
 from storm_zmq.runtime.serialization import (
     MalformedTuple,
     SerializationError,
@@ -17,6 +18,7 @@ from storm_zmq.runtime.serialization import (
     decode_tuples,
     encode_tuple,
     encode_tuples,
+    one_tree_id,
     payload_tuple_count,
 )
 
@@ -398,8 +400,26 @@ def test_tuple_id_starts_with_zero_ack_val_and_keeps_its_roots() -> None:
     roots = {1: 2}
     tid = TupleId(roots)
     assert tid.ack_val == 0
-    assert tid.roots is roots
+    assert tid.roots == roots and (tid.root, tid.edge, tid.many) == (1, 2, None)  # no dict
+    several = {1: 2, 3: 4}
+    assert TupleId(several).roots is several and TupleId(several).many is several
     tid.ack_val ^= 5
     assert tid.ack_val == 5
     with pytest.raises(AttributeError):
         tid.other = 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("roots", [{7: 0x70}, {7: 0x70, 8: 0x80}, {}], ids=["one tree", "two", "none"])
+def test_ack_into_folds_as_fold_ack_does_for_either_form(roots: dict[int, int]) -> None:
+    tid = TupleId(dict(roots))
+    tid.ack_val = 0x5
+    folded, expected = {7: 0x1}, {7: 0x1}
+    tid.ack_into(folded)
+    fold_ack(expected, roots, 0x5)
+    assert folded == expected
+
+
+def test_a_one_tree_id_is_the_id_of_its_roots_dict() -> None:
+    made = one_tree_id(7, 0x70)
+    assert (made.roots, made.ack_val, made.many) == ({7: 0x70}, 0, None)
+    assert repr(made) == repr(TupleId({7: 0x70})) == "TupleId(7:70)"
