@@ -153,3 +153,15 @@ def expire_session(state: ClusterState, hosts: str, timeout: float = 10.0) -> in
             time.sleep(0.02)
         if time.monotonic() >= deadline:
             raise AssertionError(f"session {old:#x} never expired")
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
+    """Poll `predicate` until it returns something truthy; fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what or predicate}")
+        time.sleep(0.02)

@@ -20,22 +20,17 @@ from storm_zmq.cluster.nimbus import Nimbus
 from storm_zmq.cluster.state import ClusterState
 from storm_zmq.cluster.supervisor import Supervisor
 from storm_zmq.config import DEFAULTS
-from tests.zk_fixtures import ZooKeeperServer, cli_overrides, expire_session, free_port
+from tests.zk_fixtures import (
+    ZooKeeperServer,
+    cli_overrides,
+    expire_session,
+    free_port,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
 TOPOLOGY = Path(__file__).parents[1] / "runtime" / "project" / "topologies" / "cluster_ids.py"
-
-
-def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
 
 
 class Daemons:
@@ -90,8 +85,8 @@ def test_daemons_whose_sessions_expire_register_again_and_keep_the_worker(
     observer = make_state()
     root, nimbus, supervisor = zk_conf["storm.zookeeper.root"], daemons.nimbus, daemons.supervisor
     registration = f"{root}/supervisors/{supervisor.id}"
-    wait_for(lambda: supervisor.id in observer.supervisors(), "the supervisor's registration")
-    wait_for(lambda: observer.leader() == nimbus.id, "nimbus leading")
+    wait_for(lambda: supervisor.id in observer.supervisors(), what="the supervisor's registration")
+    wait_for(lambda: observer.leader() == nimbus.id, what="nimbus leading")
     output = tmp_path / "output"
     output.mkdir()
     assert main(["submit", str(TOPOLOGY), "-w", "1", *cli_overrides(zk_conf),
@@ -102,8 +97,8 @@ def test_daemons_whose_sessions_expire_register_again_and_keep_the_worker(
     def beat() -> Any:
         return next(iter(observer.worker_beats(topology_id).values()), {}).get("time")
 
-    first = wait_for(beat, "the worker's first heartbeat")
-    wait_for(lambda: beat() != first, "the worker's heartbeats")
+    first = wait_for(beat, what="the worker's first heartbeat")
+    wait_for(lambda: beat() != first, what="the worker's heartbeats")
     slots = observer.get_assignment(topology_id)["slots"]
     (worker,) = supervisor.workers.values()
     pid = worker.process.pid
@@ -113,9 +108,9 @@ def test_daemons_whose_sessions_expire_register_again_and_keep_the_worker(
     session = expire_session(supervisor.state, zookeeper.hosts)
     assert session != old
     wait_for(lambda: (stat := raw_client.exists(registration)) and stat.ephemeralOwner == session,
-             "the supervisor registered again on its new session", timeout=5)
+             what="the supervisor registered again on its new session", timeout=5)
     back = time.monotonic()
-    seen = wait_for(lambda: daemons.round_since(back), "a nimbus round after it came back")
+    seen = wait_for(lambda: daemons.round_since(back), what="a nimbus round after it came back")
     assert seen[1], "nimbus counts the supervisor again"
 
     # Nimbus's session expires: its registration and election node come back and it
@@ -123,20 +118,20 @@ def test_daemons_whose_sessions_expire_register_again_and_keep_the_worker(
     nimbus_node = f"{root}/nimbuses/{nimbus.id}"
     session = expire_session(nimbus.state, zookeeper.hosts)
     wait_for(lambda: (stat := raw_client.exists(nimbus_node)) and stat.ephemeralOwner == session,
-             "nimbus registered again on its new session", timeout=5)
+             what="nimbus registered again on its new session", timeout=5)
 
     def leads_on_new_session() -> bool:
         contenders = raw_client.get_children(f"{root}/leader")
         owners = {raw_client.exists(f"{root}/leader/{c}").ephemeralOwner for c in contenders}
         return observer.leader() == nimbus.id and owners == {session}
 
-    wait_for(leads_on_new_session, "nimbus leading again on its new session", timeout=5)
+    wait_for(leads_on_new_session, what="nimbus leading again on its new session", timeout=5)
     back = time.monotonic()
-    wait_for(lambda: daemons.round_since(back), "a round of the re-elected nimbus")
+    wait_for(lambda: daemons.round_since(back), what="a round of the re-elected nimbus")
 
     # The worker was neither moved nor restarted, and its heartbeats go on.
     assert observer.get_assignment(topology_id)["slots"] == slots
     assert [w.process.pid for w in supervisor.workers.values()] == [pid]
     assert worker.process.poll() is None
     last = beat()
-    wait_for(lambda: beat() != last, "the worker's heartbeats after both expiries")
+    wait_for(lambda: beat() != last, what="the worker's heartbeats after both expiries")

@@ -24,21 +24,9 @@ from storm_zmq.cluster import (
 )
 from storm_zmq.cluster.state import RECONNECT_MAX_DELAY
 from storm_zmq.runtime.assignment import Assignment, WorkerSlot, assign
-from tests.zk_fixtures import ZooKeeperServer, expire_session, free_port
+from tests.zk_fixtures import ZooKeeperServer, expire_session, free_port, wait_for
 
 Factory = Callable[..., ClusterState]
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
-    """Poll `predicate` until it returns something truthy; fail after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what or predicate}")
-        time.sleep(0.02)
 
 
 def test_hosts_string() -> None:
