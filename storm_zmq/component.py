@@ -193,7 +193,7 @@ def _carries_on(component: Any, exc: BaseException) -> bool:
     return not getattr(component, "exit_on_exception", True) and isinstance(exc, Exception)
 
 
-def _report_and_carry_on(component: Any, exc: BaseException, tup: Tuple | None = None) -> bool:
+def report_and_carry_on(component: Any, exc: BaseException, tup: Tuple | None = None) -> bool:
     """pystorm's run loop with `exit_on_exception` off: the exception is reported
     (`raise_exception`: logged with component, task and traceback, and counted in
     the stats' errors) and the component goes on, True. Otherwise nothing is done

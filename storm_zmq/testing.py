@@ -43,14 +43,13 @@ from storm_zmq.component import (
     Spout,
     TicklessBatchingBolt,
     Tuple,
-    _report_and_carry_on,
     check_emitted_values,
+    report_and_carry_on,
 )
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.serialization import encode_tuple
 
 TRY_SERIALIZE = "topology.testing.always.try.serialize"
-_NO_ARG = object()
 
 
 @dataclass
@@ -127,14 +126,14 @@ class _Harness:
         self.component._setup_component(conf, context)
         self.component.initialize(conf, context)
 
-    def _call(self, method: Callable[..., Any], arg: Any = _NO_ARG, tup: Tuple | None = None) -> None:
-        """`method(arg)` (or `method()`) as an executor calls it: what it raises
-        propagates, unless the component carries on (`exit_on_exception` off):
-        then it is reported, into `errors`, with `tup`."""
+    def _call(self, method: Callable[..., Any], *args: Any, tup: Tuple | None = None) -> None:
+        """`method(*args)` as an executor calls it: what it raises propagates, unless
+        the component carries on (`exit_on_exception` off): then it is reported,
+        into `errors`, with `tup`."""
         try:
-            method() if arg is _NO_ARG else method(arg)
+            method(*args)
         except BaseException as exc:
-            if not _report_and_carry_on(self.component, exc, tup):
+            if not report_and_carry_on(self.component, exc, tup):
                 raise
 
     def emitted_values(self, stream: str | None = None) -> list[list[Any]]:
@@ -162,7 +161,7 @@ class BoltHarness(_Harness):
         (with `exit_on_exception` off they are reported into `errors`)."""
         tup = values if isinstance(values, Tuple) else self.make_tuple(values, **tuple_fields)
         self.inputs.append(tup)
-        self._call(self.component._run_process, tup, tup)
+        self._call(self.component._run_process, tup, tup=tup)
         return tup
 
     def tick(self, freq_secs: int = 1) -> None:
@@ -173,7 +172,7 @@ class BoltHarness(_Harness):
         flushes in a real topology. A TicklessBatchingBolt only gets `process_tick`,
         as in a worker: flush it with `flush_batches()`."""
         tick = Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, -1, (freq_secs,))
-        self._call(self.component._run_tick, tick, tick)
+        self._call(self.component._run_tick, tick, tup=tick)
 
     def flush_batches(self) -> None:
         """Process a batching bolt's batches now, then ack them (auto_ack), without a

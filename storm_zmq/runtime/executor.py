@@ -37,8 +37,8 @@ from storm_zmq.component import (
     Spout,
     TicklessBatchingBolt,
     Tuple,
-    _report_and_carry_on,
     check_emitted_values,
+    report_and_carry_on,
 )
 from storm_zmq.messaging.base import TaskMessage
 from storm_zmq.runtime.acking import (
@@ -462,7 +462,7 @@ class Executor(threading.Thread):
         executor goes on: True. Otherwise (the default, a BaseException, or
         `QueueClosed`: stopping) the task is named for the worker's report and the
         caller re-raises: False. Only called once something raised."""
-        if isinstance(exc, QueueClosed) or not _report_and_carry_on(self.components[task], exc, tup):
+        if isinstance(exc, QueueClosed) or not report_and_carry_on(self.components[task], exc, tup):
             _blame(exc, task)
             return False
         return True
@@ -1372,11 +1372,7 @@ class SpoutExecutor(Executor):
         if now >= self._next_rotation:
             for expired in self.pending.rotate():
                 self.failed += 1
-                try:
-                    components[expired.task_id].fail(expired.msg_id)
-                except BaseException as exc:
-                    if not self._carry_on(exc, expired.task_id):
-                        raise
+                self._call_hook(expired.task_id, components[expired.task_id].fail, expired.msg_id)
             self._next_rotation = now + self.pending.rotation_interval_secs
         self._run_deferred_acks()
         emitted = 0
@@ -1406,20 +1402,23 @@ class SpoutExecutor(Executor):
             self._activate_requested.clear()
             if not self.active:
                 self.active = True
-                self._call_each("activate")
+                for task, component in self.components.items():
+                    self._call_hook(task, component.activate)
         if self._deactivate_requested.is_set():
             self._deactivate_requested.clear()
             if self.active:
                 self.active = False
-                self._call_each("deactivate")
+                for task, component in self.components.items():
+                    self._call_hook(task, component.deactivate)
 
-    def _call_each(self, hook: str) -> None:
-        for task, component in self.components.items():
-            try:
-                getattr(component, hook)()
-            except BaseException as exc:
-                if not self._carry_on(exc, task):
-                    raise
+    def _call_hook(self, task: int, hook: Any, *args: Any) -> None:
+        """A spout task's callback (ack, fail, activate, deactivate): what it raises
+        stops the worker, unless the spout carries on (`_carry_on`)."""
+        try:
+            hook(*args)
+        except BaseException as exc:
+            if not self._carry_on(exc, task):
+                raise
 
     def _take_input(self, batches: list[list[tuple[int, Any]]]) -> None:
         while self._backlog:
@@ -1440,20 +1439,12 @@ class SpoutExecutor(Executor):
                     self.complete_samples += 1
                     if len(self.complete_latencies_ms) < 100_000:
                         self.complete_latencies_ms.append(latency)
-                    try:
-                        components[entry.task_id].ack(entry.msg_id)
-                    except BaseException as exc:
-                        if not self._carry_on(exc, entry.task_id):
-                            raise
+                    self._call_hook(entry.task_id, components[entry.task_id].ack, entry.msg_id)
             elif tup.stream == ACKER_FAIL_STREAM_ID:
                 entry = pending.fail(tup.values[0])
                 if entry is not None:
                     self.failed += 1
-                    try:
-                        components[entry.task_id].fail(entry.msg_id)
-                    except BaseException as exc:
-                        if not self._carry_on(exc, entry.task_id):
-                            raise
+                    self._call_hook(entry.task_id, components[entry.task_id].fail, entry.msg_id)
             else:
                 self.malformed += 1
 
@@ -1462,11 +1453,7 @@ class SpoutExecutor(Executor):
             acks, self._deferred_acks = self._deferred_acks, []
             for task, tup_id in acks:
                 self.acked += 1
-                try:
-                    self.components[task].ack(tup_id)
-                except BaseException as exc:
-                    if not self._carry_on(exc, task):
-                        raise
+                self._call_hook(task, self.components[task].ack, tup_id)
 
 
 def new_executor(worker: WorkerState, assignment: ExecutorAssignment) -> Executor:
