@@ -75,6 +75,8 @@ _WORKER: list[tuple[str, str, str, Callable[[WorkerSummary], Any]]] = [
      lambda w: w.uptime_secs),
     ("report_age_seconds", "gauge", "Age of the worker's last report.",
      lambda w: w.age_secs),
+    ("cpu_seconds_total", "counter", "CPU time of the worker process, all its threads.",
+     lambda w: w.cpu_secs),
     ("resident_memory_bytes", "gauge", "Resident set size of the worker process.",
      lambda w: w.rss_bytes),
     ("open_fds", "gauge", "Open file descriptors of the worker process.",

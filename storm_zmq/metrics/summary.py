@@ -295,6 +295,7 @@ class WorkerSummary:
     age_secs: float | None = None  # now - time, or by the viewer's clock (metrics/ages.py)
     stale: bool = False
     uptime_secs: float | None = None
+    cpu_secs: float | None = None  # CPU time of the worker process since it started
     rss_bytes: int | None = None
     open_fds: int | None = None
     components: tuple[str, ...] = ()
@@ -538,6 +539,7 @@ def _worker(report: Mapping[str, Any], now: float | None, stale_after: float | N
         age_secs=age,
         stale=stale_after is not None and age is not None and age > stale_after,
         uptime_secs=_optional_number(report.get("uptime_secs")),
+        cpu_secs=_optional_number(report.get("cpu_secs")),
         rss_bytes=_int_or_none(report.get("rss_bytes")),
         open_fds=_int_or_none(report.get("open_fds")),
         components=tuple(components),

@@ -914,9 +914,12 @@ def _bounded_send_waits(conf: dict[str, Any]) -> dict[str, Any]:
     return conf
 
 
-def _process_usage() -> dict[str, int]:
-    """Resident memory and open file descriptors of this process (Linux /proc)."""
-    usage = {"rss_bytes": 0, "open_fds": 0}
+def _process_usage() -> dict[str, float]:
+    """CPU time, resident memory and open file descriptors of this process (Linux
+    /proc). CPU seconds are cumulative, every thread's, so that a reader on another
+    host (scripts/bench_cluster.py, Prometheus) can take the share of a core between
+    two reports without /proc access to this one."""
+    usage: dict[str, float] = {"cpu_secs": time.process_time(), "rss_bytes": 0, "open_fds": 0}
     try:
         with open("/proc/self/statm") as statm:
             usage["rss_bytes"] = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

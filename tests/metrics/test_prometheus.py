@@ -22,7 +22,8 @@ LAYOUT = TopologyLayout((ComponentLayout("words", "spout", 1, 1),
 def summaries() -> list:
     report = {
         "worker": 0, "host": "127.0.0.1", "port": 6700, "time": 100.0, "uptime_secs": 5.5,
-        "rss_bytes": 50_000_000, "open_fds": 30, "transfer_queued": 1, "transfer_capacity": 1000,
+        "rss_bytes": 50_000_000, "open_fds": 30, "cpu_secs": 12.5, "transfer_queued": 1,
+        "transfer_capacity": 1000,
         "components": {
             "words": {"kind": "spout", "emitted": 100, "transferred": 200, "acked": 90,
                       "failed": 2, "pending": 8, "complete_ms_total": 450.0,
@@ -77,6 +78,7 @@ def test_the_output_parses_and_carries_the_numbers() -> None:
     assert values[("storm_zmq_component_queued", count)] == 3
     assert values[("storm_zmq_component_tasks", count)] == 2
     assert values[("storm_zmq_worker_resident_memory_bytes", worker)] == 50_000_000
+    assert values[("storm_zmq_worker_cpu_seconds_total", worker)] == 12.5
     assert values[("storm_zmq_worker_open_fds", worker)] == 30
     assert values[("storm_zmq_worker_uptime_seconds", worker)] == 5.5
     assert values[("storm_zmq_worker_report_age_seconds", worker)] == 1.0
