@@ -155,16 +155,20 @@ class ClusterSource:
         } for topology_id, record in records]
 
     def find(self, name: str) -> tuple[str, dict[str, Any]]:
-        """(id, record) of the live (not killed) topology called `name`."""
+        """(id, record) of the topology called `name`: the live one, else one that
+        is killed and still draining (its workers are finishing their tuples and
+        running cleanup(), which is worth watching; as in Storm's UI, it shows until
+        nimbus removes it)."""
         return self._find(name, self._records())
 
     @staticmethod
     def _find(
         name: str, records: list[tuple[str, dict[str, Any]]]
     ) -> tuple[str, dict[str, Any]]:
-        for topology_id, record in records:
-            if record["name"] == name and record.get("status") != "killed":
-                return topology_id, record
+        named = sorted(((tid, r) for tid, r in records if r["name"] == name),
+                       key=lambda found: found[1].get("status") == "killed")
+        if named:
+            return named[0]
         raise UnknownTopology(name, [r["name"] for _, r in records
                                      if r.get("status") != "killed"])
 

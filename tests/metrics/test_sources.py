@@ -67,8 +67,10 @@ def test_cluster_source_reads_zookeeper_and_caches_the_graph(make_state: Any) ->
     state.remove_code("ids-1")  # the graph is kept per topology id: not loaded again
     again = source.summary("ids")
     assert again is not summary and again.edges == summary.edges
-    with pytest.raises(UnknownTopology, match=r"no running topology named 'gone' \(running: ids\)"):
-        source.summary("gone")
+    # killed and still draining: shown, with its status, until nimbus removes it
+    assert source.summary("gone").status == "killed"
+    with pytest.raises(UnknownTopology, match=r"no running topology named 'nope' \(running: ids\)"):
+        source.summary("nope")
 
 
 def test_local_source_before_and_after_the_run_starts() -> None:
