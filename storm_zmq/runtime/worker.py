@@ -364,8 +364,18 @@ class WorkerState:
         while not queue.put(batch, timeout=0.1, weight=weight):
             if self.stopping.is_set():
                 raise QueueClosed()
-            # the receive thread waits here (an overflow at its bound): its peers must
-            # keep hearing the throttle, or it expires and they send at full speed
+            # The receive thread waits here (an overflow at its bound), so it neither
+            # reads its peers' newer statuses nor expires their old ones, which its
+            # loop does. An executor of the shared thread holding a batch for a task a
+            # peer throttled once would hold it for ever, and this queue, which only
+            # that thread drains, would stay full: two workers deadlocked so after a
+            # peer's SIGSTOP (tests/runtime/test_faults.py). Stale throttles expire
+            # here too; a peer that still throttles repeats itself, read once this
+            # wait ends.
+            if self.throttle.expire(time.monotonic()):
+                self.throttle_changed()
+            # its peers must keep hearing this worker's throttle, or it expires and
+            # they send at full speed
             self.while_receive_waits()
 
     def record_error(self, component: str, task: int, text: str) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 
 import pytest
 
+from storm_zmq.runtime.backpressure import ThrottleTable
 from storm_zmq.runtime.serialization import MalformedTuple
 from storm_zmq.runtime.worker import WorkerState
 from tests.runtime.wordcount_state import word_count_state
@@ -108,3 +110,28 @@ def test_the_receive_thread_waiting_on_a_full_queue_keeps_telling_its_peers() ->
         queue.get_all(timeout=0)  # room: the wait ends
         waiting.join(timeout=5)
     assert not waiting.is_alive() and len(queue) == 1
+
+
+def test_a_peers_throttle_expires_while_the_receive_thread_waits_on_a_full_queue() -> None:
+    # The receive loop expires peers' throttles; while it waits on a full queue, the
+    # wait must, or an executor holding a batch for a task a peer throttled once
+    # (its newer status unread behind the wait) holds it for ever, and the full
+    # queue it would drain keeps the receive thread waiting: two workers deadlocked
+    # so after a peer's SIGSTOP (tests/runtime/test_faults.py).
+    state = word_count_worker(**{"topology.executor.receive.buffer.size": 10})
+    count = local_executor(state, "count_bolt")
+    queue = state.queues[count.index]
+    queue.put([(count.tasks[0], None)] * 10)  # full
+    state.throttle = ThrottleTable(expiry_secs=0.3)
+    state.throttle.update(1, frozenset({99}), time.monotonic())  # a peer's task, throttled once
+    waiting = threading.Thread(target=state._wait_put, args=(queue, [(count.tasks[0], None)], 1))
+    waiting.start()
+    try:
+        deadline = time.monotonic() + 5
+        while state.throttle.throttled and time.monotonic() < deadline:
+            time.sleep(0.05)  # the shared thread's held executors only read the table
+        assert state.throttle.throttled == frozenset(), "the stale throttle never expired"
+        assert waiting.is_alive() and len(queue) == 10  # the receive thread still waits
+    finally:
+        queue.get_all(timeout=0)
+        waiting.join(timeout=5)
