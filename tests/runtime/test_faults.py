@@ -15,6 +15,7 @@ supervisor restarting the worker on its port is in tests/cluster/.
 from __future__ import annotations
 
 import io
+import json
 import multiprocessing
 import os
 import signal
@@ -67,7 +68,13 @@ BUFFERS = {
     "topology.transfer.batch.size": 50,
     "topology.producer.batch.size": 50,
     "storm.messaging.zmq.hwm": 8,
+    # the kernel's buffers of a tcp connection (SO_SNDBUF/SO_RCVBUF, doubled by
+    # Linux); the default 4 MiB each would hold every id this test sends
+    "storm.messaging.tcp.buffer_size": 65536,
 }
+#: Characters of each id's text, so that the buffers between the workers (the
+#: kernel's too, which this test cannot bound in tuples) fill within seconds.
+TEXT_BYTES = 4096
 #: Generous memory per tuple held anywhere in a worker (Tuple, values, payload
 #: bytes, TaskMessage, TupleId and its roots dict, a SpoutPending entry): ~0.5 KiB
 #: measured, doubled.
@@ -102,9 +109,13 @@ def held_tuples_bound(executors: int, transport: str) -> int:
 def test_a_stopped_peer_blocks_senders_within_bounded_memory_and_everything_resumes(
     tmp_path: Path, transport: str,
 ) -> None:
-    count, rate = 8000, 1000  # ids, per spout task per second
+    # ids, and per spout task per second: worker 0's spout has 6000 ids, more than it
+    # emits before the buffers to its stopped peer are full, so that it still has ids
+    # when the peer continues (checked below: a spout out of ids is silent too)
+    count, rate = 12000, 1000
     ports = [free_port(), free_port()]
     emitted: list[tuple[float, int, int]] = []  # (time, worker 0's spout emitted, failed)
+    spout_tasks: set[int] = set()  # worker 0's
     during: dict[str, Any] = {}
     errors: list[BaseException] = []
 
@@ -113,6 +124,7 @@ def test_a_stopped_peer_blocks_senders_within_bounded_memory_and_everything_resu
     def on_report(worker: int, report: dict[str, Any]) -> None:
         if worker == 0:
             spout = report["components"]["numbers"]
+            spout_tasks.update(spout["tasks"])
             emitted.append((time.monotonic(), spout["emitted"], spout["failed"]))
             reconnects.append(report["peers"]["1"]["reconnects"])
 
@@ -133,7 +145,8 @@ def test_a_stopped_peer_blocks_senders_within_bounded_memory_and_everything_resu
             finally:
                 os.kill(victim, signal.SIGCONT)
             during.update(before_kb=before, max_kb=max(samples), stopped_at=stopped_at,
-                          continued_at=time.monotonic(), seen=len(sink_ids(tmp_path)))
+                          continued_at=time.monotonic(), continued_wall=time.time(),
+                          seen=len(sink_ids(tmp_path)))
         except BaseException as exc:
             errors.append(exc)
 
@@ -143,7 +156,7 @@ def test_a_stopped_peer_blocks_senders_within_bounded_memory_and_everything_resu
         topology_file=str(TOPOLOGY), conf=dict(DEFAULTS), workers=2, progress=False,
         transport=transport, on_started=lambda _stats: thread.start(), on_report=on_report,
         overrides={"supervisor.slots.ports": ports, "test.output_dir": str(tmp_path),
-                   "test.count": count, "test.rate": rate,
+                   "test.count": count, "test.rate": rate, "test.text.bytes": TEXT_BYTES,
                    "topology.message.timeout.secs": 5, **BUFFERS},
     ), out)
     thread.join(STOP_SECONDS + 30)
@@ -158,20 +171,27 @@ def test_a_stopped_peer_blocks_senders_within_bounded_memory_and_everything_resu
     assert during["seen"] < count, "the run was not finished before the peer continued"
 
     # the survivor's senders blocked: once the buffers between it and its stopped peer
-    # were full (the first half of the stop), its spout emitted no new tuples, only
-    # replays of the trees that timed out meanwhile (one per failure)
+    # were full (the first half of the stop), its spout emitted nothing, neither new
+    # ids nor replays of the trees that timed out meanwhile ...
     stopped_at, continued_at = during["stopped_at"], during["continued_at"]
     late = [(n, failed) for t, n, failed in emitted
             if stopped_at + STOP_SECONDS / 2 <= t <= continued_at]
     assert len(late) >= 10, "worker 0 kept reporting while its peer was stopped"
-    fresh = (late[-1][0] - late[0][0]) - (late[-1][1] - late[0][1])
     print(f"late half of the stop: emitted {late[0][0]} -> {late[-1][0]}, "
           f"failed {late[0][1]} -> {late[-1][1]}")
-    assert fresh <= BUFFERS["topology.producer.batch.size"], late
+    assert late[-1][0] - late[0][0] <= BUFFERS["topology.producer.batch.size"], late
+    # ... though it had ids left to emit: it ran out of them only after the peer
+    # continued (a spout with nothing left is silent without any blocking)
+    (spout_task,) = spout_tasks
+    spout = json.loads((tmp_path / f"spout-{spout_task}.json").read_text())
+    assert spout["drained_at"] > during["continued_wall"], (
+        f"worker 0's spout emitted its last id {during['continued_wall'] - spout['drained_at']:.1f} s "
+        "before the peer continued: the test shows no blocking (larger test.count?)")
 
     # ... within bounded memory
     executors = 4  # worker 0: acker, numbers, relay, sink
-    bound_kb = held_tuples_bound(executors, transport) * BYTES_PER_TUPLE // 1024 + SLACK_MB * 1024
+    per_tuple = BYTES_PER_TUPLE + TEXT_BYTES  # a held payload carries its copy of the text
+    bound_kb = held_tuples_bound(executors, transport) * per_tuple // 1024 + SLACK_MB * 1024
     growth_kb = during["max_kb"] - during["before_kb"]
     print(f"SIGSTOP {STOP_SECONDS:g} s: survivor RSS {during['before_kb'] / 1024:.1f} MB -> "
           f"max {during['max_kb'] / 1024:.1f} MB (growth {growth_kb / 1024:.1f} MB, bound "

@@ -22,7 +22,8 @@ def write_output(conf, name: str, data) -> None:
 
 class NumberSpout(Spout):
     """Emits ids 0..test.count-1 once each, with the id as tup_id; re-emits failed
-    ids; reports exhausted once everything was acked."""
+    ids; reports exhausted once everything was acked. With test.text.bytes, each
+    id's text is that many characters (so that a few tuples fill a buffer)."""
 
     outputs = ["id", "text"]
 
@@ -39,9 +40,12 @@ class NumberSpout(Spout):
         self.max_outstanding = 0
         self.replay = []
         self.reported = False
+        self.drained_at = None  # time.time() when the last fresh id had been emitted
         # test.rate: ids per second per task, so that a test can act mid-run
         self.interval = 1.0 / conf["test.rate"] if conf.get("test.rate") else 0.0
         self.next_at = time.monotonic()
+        size = conf.get("test.text.bytes")
+        self.texts = [f"{s:<{size}}" for s in SENTENCES] if size else SENTENCES
 
     def next_tuple(self):
         if self.interval:
@@ -54,13 +58,15 @@ class NumberSpout(Spout):
         else:
             i = next(self.todo, None)
         if i is None:
+            if self.drained_at is None:
+                self.drained_at = time.time()
             if not self.outstanding and not self.reported:
                 self.reported = True
                 self.report_exhausted()
             return
         self.outstanding += 1
         self.max_outstanding = max(self.max_outstanding, self.outstanding)
-        self.emit([i, SENTENCES[i % len(SENTENCES)]], tup_id=i)
+        self.emit([i, self.texts[i % len(self.texts)]], tup_id=i)
 
     def ack(self, tup_id):
         self.outstanding -= 1
@@ -74,7 +80,7 @@ class NumberSpout(Spout):
     def cleanup(self):
         write_output(self.conf, f"spout-{self.task}.json", {
             "acked": sorted(self.acked), "failures": self.failures,
-            "max_outstanding": self.max_outstanding,
+            "max_outstanding": self.max_outstanding, "drained_at": self.drained_at,
         })
 
 
