@@ -371,15 +371,18 @@ def measure_run(cluster: Cluster, plan: Plan, transport: str, acking: str, round
         for setting in ACKING_OFF:
             options += ["-o", setting]
     submitted = time.monotonic()
-    done = cluster.command("submit", str(plan.topology), "-n", name, "-w", str(plan.workers), *options)
-    if done.returncode != 0:
-        raise BenchError(f"storm-zmq submit of {name} failed: {last_line(done.stderr)}")
     try:
+        done = cluster.command("submit", str(plan.topology), "-n", name, "-w", str(plan.workers),
+                               *options)
+        if done.returncode != 0:
+            raise BenchError(f"storm-zmq submit of {name} failed: {last_line(done.stderr)}")
         result = _measure_submitted(cluster, plan, name, transport, acking, round_index, submitted, label)
     except BaseException:
-        try:  # nothing is left running, and the first failure is the one reported
-            cluster.kill(name)
-        except BenchError as exc:
+        try:  # nothing is left running (a Ctrl-C may come mid-submit), and the first
+            # failure is the one reported
+            if cluster.find(name) is not None:
+                cluster.kill(name)
+        except Exception as exc:
             progress(f"also: {exc}")
         raise
     cluster.kill(name)
@@ -392,8 +395,8 @@ def _measure_submitted(cluster: Cluster, plan: Plan, name: str, transport: str, 
     if found is None:
         raise BenchError(f"{name} was submitted but is not on the cluster")
     topology_id, record = found
-    measure = list(plan.measure) or sink_components(TopologyLayout.from_record(record))
     layout = TopologyLayout.from_record(record)
+    measure = list(plan.measure) or sink_components(layout)
     unknown = [c for c in measure if layout.get(c) is None]
     if not measure or unknown:
         known = ", ".join(c.name for c in layout.components)
