@@ -6,7 +6,6 @@ heartbeats. No performance assertions: the numbers depend on the machine."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 from storm_zmq.cluster import ClusterState
 from storm_zmq.metrics.summary import ComponentLayout, Edge, TopologyLayout
 from tests.cluster.test_cluster import Cluster
+from tests.scripts.scripts import import_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "bench_cluster.py"
@@ -26,12 +26,7 @@ SCRIPT = REPO / "scripts" / "bench_cluster.py"
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_cluster", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return import_script("bench_cluster")
 
 
 def report(worker: int, at: float, executed: int, *, pid: int = 100, cpu: float | None = None,

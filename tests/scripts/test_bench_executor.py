@@ -3,7 +3,6 @@ the real executors and write its report. No performance assertions."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.scripts.scripts import import_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "bench_executor.py"
@@ -39,11 +40,7 @@ def test_bad_arguments_are_usage_errors() -> None:
 
 
 def load_script() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_executor", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_script("bench_executor")
 
 
 def test_cachegrind_summary_is_parsed() -> None:

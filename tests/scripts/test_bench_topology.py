@@ -5,7 +5,6 @@ right numbers. No performance assertions: the numbers depend on the machine."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,19 +13,15 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
+from tests.scripts.scripts import import_script
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "bench_topology.py"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    """The script imported as a module (it is not a package)."""
-    spec = importlib.util.spec_from_file_location("bench_topology", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return import_script("bench_topology")
 
 
 def _stats(snapshots: list, latency_batches: list | None = None) -> SimpleNamespace:

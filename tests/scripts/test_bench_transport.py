@@ -4,7 +4,6 @@ assertions: the numbers depend on the machine."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 
 from storm_zmq.messaging import TaskMessage
 from storm_zmq.messaging.wire import decode_frame
+from tests.scripts.scripts import import_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "bench_transport.py"
@@ -23,13 +23,7 @@ LINKS = ("zmq", "raw-zmq", "tcp", "raw-socket", "zmq-curve", "tcp-auth")
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    """The script imported as a module (it is not a package)."""
-    spec = importlib.util.spec_from_file_location("bench_transport", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return import_script("bench_transport")
 
 
 def test_baselines_move_the_same_bytes_as_the_transports(bench: ModuleType) -> None:

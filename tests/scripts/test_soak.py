@@ -4,7 +4,6 @@ made-up rows. No performance assertions: the numbers depend on the machine."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,18 +13,15 @@ from typing import Any
 
 import pytest
 
+from tests.scripts.scripts import import_script
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "soak.py"
 
 
 @pytest.fixture(scope="module")
 def soak() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("soak", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_script("soak")
 
 
 def rows(rss: list[list[float]], fds: list[list[int]]) -> list[dict[str, Any]]:

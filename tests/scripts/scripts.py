@@ -1,0 +1,22 @@
+"""What the tests of scripts/ share: importing a script, which is not a package."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = REPO / "scripts"
+
+
+def import_script(name: str) -> ModuleType:
+    """scripts/<name>.py imported as the module `name` (registered in sys.modules,
+    where dataclasses look their module up)."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
