@@ -70,13 +70,24 @@ class RunStats:
         coming."""
         totals = self.totals()
         pending = sum(t["pending"] for t in totals.values())
-        reports = self.latest.values()
-        in_transit = (sum(r.get("remote_sent", 0) for r in reports)
-                      - sum(r.get("remote_received", 0) for r in reports))
         queued = (sum(t["queued"] for t in totals.values())
-                  + sum(r.get("transfer_queued", 0) + r.get("sending", 0) for r in reports)
-                  + max(0, in_transit))
+                  + sum(r.get("transfer_queued", 0) + r.get("sending", 0) for r in self.latest.values())
+                  + self.in_transit())
         return pending, queued
+
+    def in_transit(self) -> int:
+        """Task messages the workers sent each other and have not received, as last
+        reported (never negative: a stranger's refused messages count as received)."""
+        reports = self.latest.values()
+        return max(0, sum(r.get("remote_sent", 0) for r in reports)
+                   - sum(r.get("remote_received", 0) for r in reports))
+
+    def reconnects(self) -> int:
+        """Connections to peers made again during the run, summed over the workers:
+        what a connection held when it dropped never arrives, and stays in
+        `in_transit` for good."""
+        return sum(peer.get("reconnects", 0) for r in self.latest.values()
+                   for peer in (r.get("peers") or {}).values() if isinstance(peer, dict))
 
     def percentile(self, fraction: float) -> float | None:
         if not self.latencies_ms:

@@ -208,6 +208,16 @@ def test_messages_sent_and_not_yet_received_are_queued(stats: RunStats) -> None:
     assert stats.backlog() == (0, 0)
 
 
+def test_reconnects_are_summed_over_every_workers_peers(stats: RunStats) -> None:
+    # what a dropped connection held stays in transit for good: the drain says why
+    stats.update(0, {**report(remote_sent=7, words=entry(), counter=entry()),
+                     "peers": {"1": {"reconnects": 1}, "2": {"reconnects": 0}}})
+    stats.update(1, {**report(remote_received=4, words=entry(), counter=entry()),
+                     "peers": {"0": {"reconnects": 2}}})
+    assert stats.in_transit() == 3 and stats.backlog() == (0, 3)
+    assert stats.reconnects() == 3
+
+
 def test_reported_since(stats: RunStats) -> None:
     before = time.monotonic()
     assert not stats.reported_since(before)  # nobody reported
