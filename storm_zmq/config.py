@@ -103,8 +103,10 @@ SCHEMA: dict[str, Setting] = {
     "storm.messaging.zmq.max_wait_ms": Setting(
         1000, "int", "Reconnect backoff cap.", minimum=1),
     "storm.messaging.zmq.heartbeat.ivl.ms": Setting(
-        1000, "int", "Interval between ZMTP heartbeats that detect dead peers "
-        "(0 disables them).", minimum=0),
+        0, "int", "Interval between ZMTP heartbeats that detect dead peers; 0, the "
+        "default, sends none: with them libzmq 4.3 can abort a worker that stalled past "
+        "heartbeat.timeout.ms while its receive queue was full (docs/operations.md).",
+        minimum=0),
     "storm.messaging.zmq.heartbeat.timeout.ms": Setting(
         10000, "int", "A peer silent this long is considered dead and reconnected "
         "(ZeroMQ caps it at 6553500).", minimum=1, maximum=6553500),

@@ -95,7 +95,7 @@ def test_defaults_are_storms_names_and_values() -> None:
         "storm.messaging.zmq.linger.millis": 500,
         "storm.messaging.zmq.min_wait_ms": 100,
         "storm.messaging.zmq.max_wait_ms": 1000,
-        "storm.messaging.zmq.heartbeat.ivl.ms": 1000,
+        "storm.messaging.zmq.heartbeat.ivl.ms": 0,
         "storm.messaging.zmq.heartbeat.timeout.ms": 10000,
         "storm.messaging.zmq.transfer.batch.size": 262144,
         "storm.messaging.zmq.max.frame.size": 16777216,

@@ -234,9 +234,10 @@ class Context(_Context):
             raise TransportError("zmq transport context was created in another process")
         sock = self._zmq.socket(kind)
         sock.setsockopt(zmq.LINGER, self.linger_ms)
-        sock.setsockopt(zmq.HEARTBEAT_IVL, self.heartbeat_ivl_ms)
-        sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, self.heartbeat_timeout_ms)
-        sock.setsockopt(zmq.HEARTBEAT_TTL, self.heartbeat_timeout_ms)
+        if self.heartbeat_ivl_ms:  # off by default: see storm.messaging.zmq.heartbeat.ivl.ms
+            sock.setsockopt(zmq.HEARTBEAT_IVL, self.heartbeat_ivl_ms)
+            sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, self.heartbeat_timeout_ms)
+            sock.setsockopt(zmq.HEARTBEAT_TTL, self.heartbeat_timeout_ms)
         return sock
 
     def _track(self, connection: _ZmqConnection) -> _ZmqConnection:

@@ -60,11 +60,12 @@ def rss_kb(pid: int) -> int:
 
 # -- SIGSTOP --------------------------------------------------------------------------------
 
-STOP_SECONDS = 12.0  # trees time out (5 s) and replay in it; zmq's heartbeat gives up (10 s)
+#: Trees time out (5 s) and replay in it; longer than zmq's heartbeat.timeout.ms
+#: (10 s), which with heartbeats on gave the peer up.
+STOP_SECONDS = 12.0
 #: Seconds into the stop in which the survivor's spout must emit nothing: from when
 #: the buffers are full (under 6 s) to before the trees emitted just before that
-#: time out (the message timeout, 5 s, later) and zmq's heartbeat gives the peer up
-#: (10 s): what follows is replays and a reconnect, not the blocking.
+#: time out (the message timeout, 5 s, later): what follows is their replays.
 BLOCKED_FROM, BLOCKED_UNTIL = 6.0, 9.5
 #: Small buffers, so that the bound below is tight enough to mean something.
 BUFFERS = {
@@ -112,7 +113,7 @@ def held_tuples_bound(executors: int, transport: str) -> int:
 
 @pytest.mark.parametrize("transport", ["zmq", "tcp"])
 def test_a_stopped_peer_blocks_senders_within_bounded_memory_and_everything_resumes(
-    tmp_path: Path, transport: str, capfd: pytest.CaptureFixture[str],
+    tmp_path: Path, transport: str,
 ) -> None:
     # ids, and per spout task per second: worker 0's spout has 6000 ids, more than it
     # emits before the buffers to its stopped peer are full, so that it still has ids
@@ -138,7 +139,10 @@ def test_a_stopped_peer_blocks_senders_within_bounded_memory_and_everything_resu
             workers = child_workers()
             assert len(workers) == 2, workers
             survivor, victim = workers
-            wait_for(lambda: len(sink_ids(tmp_path)) > 500, "ids flowing", timeout=30)
+            # well into the run, with full pipes between the workers: a stop then
+            # is what made libzmq abort the stopped worker when it continued, with
+            # ZMTP heartbeats on (storm.messaging.zmq.heartbeat.ivl.ms, now off)
+            wait_for(lambda: len(sink_ids(tmp_path)) > 2000, "ids flowing", timeout=30)
             before = rss_kb(survivor)
             os.kill(victim, signal.SIGSTOP)
             stopped_at = time.monotonic()
@@ -167,12 +171,6 @@ def test_a_stopped_peer_blocks_senders_within_bounded_memory_and_everything_resu
     thread.join(STOP_SECONDS + 30)
     assert not errors, errors
     assert result.exit_code == 0, out.getvalue()
-    # zmq's heartbeat dropped the connection to the stopped peer, and what it held
-    # never arrives: the drain, which counts it as in transit, waits for the message
-    # timeout and then says so rather than blaming queues
-    err = capfd.readouterr().err
-    if "stopping with" in err:
-        assert "over a connection that dropped and was made again" in err, err[-2000:]
     assert "every spout is exhausted" in out.getvalue()
 
     # everything resumed: every id arrived (replays are the duplicates)
@@ -209,10 +207,10 @@ def test_a_stopped_peer_blocks_senders_within_bounded_memory_and_everything_resu
           "(replays)")
     assert growth_kb <= bound_kb
     # ... on the connection it had: waiting for a stopped peer is not a reason to
-    # reconnect (tcp did, once per send timeout, parking frames in dead connections).
-    # zmq's heartbeat (heartbeat.timeout.ms) declares a peer silent for 10 s dead,
-    # once: that is the one reconnect it may make.
-    assert reconnects and max(reconnects) <= (1 if transport == "zmq" else 0), reconnects
+    # reconnect (tcp did, once per send timeout, parking frames in dead connections;
+    # zmq did once, when its heartbeat gave the silent peer up, losing what the
+    # connection held)
+    assert reconnects and max(reconnects) == 0, reconnects
 
 
 # -- a peer that is not there yet --------------------------------------------------------------
