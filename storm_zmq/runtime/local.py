@@ -277,17 +277,9 @@ class _Runner:
         return self._finish(0, reason)
 
     def _say_undrained(self, waited: float) -> None:
-        pending, queued = self.stats.backlog()
-        if pending or queued:
-            in_transit, reconnects = self.stats.in_transit(), self.stats.reconnects()
-            lost = ""
-            if in_transit and reconnects:  # not queued anywhere: gone with a connection
-                lost = (f" ({in_transit:,} of the tuples were sent to another worker over a "
-                        f"connection that dropped and was made again, {reconnects} time(s): "
-                        "they never arrived, and their tuple trees, if tracked, timed out)")
-            print(f"stopping with {pending:,} tuple tree(s) pending and {queued:,} tuple(s) "
-                  f"queued after draining {waited:.0f} s: they were neither acked nor failed"
-                  f"{lost}", file=sys.stderr, flush=True)
+        said = self.stats.undrained(waited)
+        if said:
+            print(said, file=sys.stderr, flush=True)
 
     def _finish(self, code: int, reason: str) -> RunResult:
         if self.error:

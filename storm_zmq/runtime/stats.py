@@ -75,6 +75,22 @@ class RunStats:
                   + self.in_transit())
         return pending, queued
 
+    def undrained(self, waited: float) -> str | None:
+        """What a drain that ends after `waited` seconds leaves behind, in words;
+        None when nothing. Messages still in transit after a connection was made
+        again are said to be lost with it, not queued."""
+        pending, queued = self.backlog()
+        if not (pending or queued):
+            return None
+        in_transit, reconnects = self.in_transit(), self.reconnects()
+        lost = ""
+        if in_transit and reconnects:  # not queued anywhere: gone with a connection
+            lost = (f" ({in_transit:,} of the tuples were sent to another worker over a "
+                    f"connection that dropped and was made again, {reconnects} time(s): "
+                    "they never arrived, and their tuple trees, if tracked, timed out)")
+        return (f"stopping with {pending:,} tuple tree(s) pending and {queued:,} tuple(s) "
+                f"queued after draining {waited:.0f} s: they were neither acked nor failed{lost}")
+
     def in_transit(self) -> int:
         """Task messages the workers sent each other and have not received, as last
         reported (never negative: a stranger's refused messages count as received)."""

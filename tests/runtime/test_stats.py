@@ -216,6 +216,19 @@ def test_reconnects_are_summed_over_every_workers_peers(stats: RunStats) -> None
                      "peers": {"0": {"reconnects": 2}}})
     assert stats.in_transit() == 3 and stats.backlog() == (0, 3)
     assert stats.reconnects() == 3
+    assert stats.undrained(5.2) == (
+        "stopping with 0 tuple tree(s) pending and 3 tuple(s) queued after draining 5 s: they "
+        "were neither acked nor failed (3 of the tuples were sent to another worker over a "
+        "connection that dropped and was made again, 3 time(s): they never arrived, and their "
+        "tuple trees, if tracked, timed out)")
+
+
+def test_a_drain_that_leaves_nothing_says_nothing(stats: RunStats) -> None:
+    stats.update(0, report(words=entry(), counter=entry()))
+    assert stats.undrained(1.0) is None
+    stats.update(0, report(transfer_queued=2, words=entry(pending=1), counter=entry()))
+    assert stats.undrained(1.0) == ("stopping with 1 tuple tree(s) pending and 2 tuple(s) queued "
+                                    "after draining 1 s: they were neither acked nor failed")
 
 
 def test_reported_since(stats: RunStats) -> None:
