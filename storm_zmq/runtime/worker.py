@@ -470,6 +470,13 @@ class Worker:
         self._next_status_repeat = 0.0  # the receive thread's, in its loop or waiting
         self._control_peer_updates: queue.SimpleQueue[list[WorkerSlot]] = queue.SimpleQueue()
         self._last_busy: dict[int, tuple[float, float]] = {}
+        #: While stopping, when the send thread stops waiting for peers that take
+        #: nothing: one deadline for every send, not one per batch, so that the
+        #: thread ends before the transport is closed under it.
+        self._give_up_sending_at: float | None = None
+        #: Set once shutdown closes the transport: an I/O thread that fails after
+        #: that failed of the closing, not of a fault worth a report.
+        self._transport_closed = False
 
     def run(self) -> int:
         port = self.assignment.workers[self.index].port
@@ -688,6 +695,7 @@ class Worker:
         for thread in threads:
             thread.join(max(0.1, deadline - time.monotonic()))
         final = self.stats()
+        self._transport_closed = True
         for client in self.clients.values():
             client.close()
         if self.server is not None:
@@ -715,6 +723,10 @@ class Worker:
         try:
             loop()
         except BaseException as exc:
+            if self._transport_closed:  # closed under it while stopping: not a fault
+                log.info("the worker's %s thread ended as the transport closed: %s", name,
+                         f"{type(exc).__name__}: {exc}")
+                return
             log.error("the worker's %s thread failed", name, exc_info=exc)
             self.state.thread_failed(name, exc)
 
@@ -894,7 +906,6 @@ class Worker:
         """Send to a peer, waiting as long as it takes (nothing is dropped), but in
         slices: between them the thread follows a peer that moved (a send to where
         it was would otherwise wait for ever) and notices the worker stopping."""
-        gave_up_at = None
         state = self.state
         while True:
             try:
@@ -906,8 +917,9 @@ class Worker:
                 messages = exc.unsent
             self._apply_peer_updates()
             if state.stopping.is_set():
-                gave_up_at = gave_up_at or time.monotonic() + SHUTDOWN_SEND_GRACE
-                if time.monotonic() >= gave_up_at:
+                if self._give_up_sending_at is None:
+                    self._give_up_sending_at = time.monotonic() + SHUTDOWN_SEND_GRACE
+                if time.monotonic() >= self._give_up_sending_at:
                     log.warning("stopping: %d message(s) for worker %d not sent (it does "
                                 "not take them)", len(messages), worker)
                     return

@@ -8,9 +8,12 @@ import time
 
 import pytest
 
+from storm_zmq.messaging import TaskMessage
+from storm_zmq.messaging.base import SendTimeout
+from storm_zmq.runtime import worker as worker_module
 from storm_zmq.runtime.backpressure import ThrottleTable
 from storm_zmq.runtime.serialization import MalformedTuple
-from storm_zmq.runtime.worker import WorkerState
+from storm_zmq.runtime.worker import Worker, WorkerState
 from tests.runtime.wordcount_state import word_count_state
 
 
@@ -135,3 +138,34 @@ def test_a_peers_throttle_expires_while_the_receive_thread_waits_on_a_full_queue
     finally:
         queue.get_all(timeout=0)
         waiting.join(timeout=5)
+
+
+class _TakesNothing:
+    """A peer's connection that takes nothing: every send times out, a slice at a time."""
+
+    def send(self, messages: list[TaskMessage]) -> None:
+        time.sleep(0.02)
+        raise SendTimeout("peer takes nothing", unsent=list(messages))
+
+
+def test_a_stopping_worker_gives_up_on_a_peer_that_takes_nothing_once_for_every_send(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One grace for the whole stop, not one per batch: a send thread with several
+    # batches for a dead peer outlived the worker's wait for it, and the transport
+    # was closed under it (ContextTerminated, reported as the send thread failing).
+    monkeypatch.setattr(worker_module, "SHUTDOWN_SEND_GRACE", 0.3)
+    state = word_count_state(workers=2)
+    worker = Worker({"conf": state.conf, "worker_index": 0,
+                     "assignment": state.assignment.to_dict()}, control=None)  # type: ignore[arg-type]
+    worker.state = state
+    worker.clients = {1: _TakesNothing()}  # type: ignore[dict-item]
+    state.stopping.set()
+    started = time.monotonic()
+    worker._send(1, [TaskMessage(5, b"a")])
+    first = time.monotonic() - started
+    worker._send(1, [TaskMessage(5, b"b")])
+    second = time.monotonic() - started - first
+    assert 0.3 <= first < 1.0
+    assert second < 0.15, f"the second batch waited {second:.2f} s more"
+    assert state.remote_sent == 0
