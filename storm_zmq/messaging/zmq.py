@@ -358,6 +358,7 @@ class _Client(_ZmqConnection):
         self._monitor_lock = threading.Lock()
         self._handshakes = self._auth_failures = 0
         self._refused = RefusalLog(log, f"zmq client to {peer}")
+        self._curve = context.curve
         self._link = context.link
         self._encoder = BatchEncoder(context.link.batch_size, context.link.max_frame_size)
         self._peer = peer
@@ -405,8 +406,12 @@ class _Client(_ZmqConnection):
                 self._handshakes += 1
             elif event["event"] & _HANDSHAKE_FAILURES:
                 self._auth_failures += 1
-                self._refused.record("handshake", f"its connection: handshake failed "
-                                     f"({_reason(event)}); is curve on at both ends?")
+                if self._curve or event["event"] != zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+                    why = f"handshake failed ({_reason(event)}); is curve on at both ends?"
+                else:  # no mechanism to disagree on: the peer went away mid-handshake
+                    why = (f"the peer closed it during the handshake ({_reason(event)}): "
+                           "stopped, or restarting?")
+                self._refused.record("handshake", f"its connection: {why}")
 
     def stats(self) -> dict[str, int]:
         self._read_monitor()

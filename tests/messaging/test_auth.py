@@ -444,3 +444,23 @@ def test_client_counts_reconnects(transport: str, authenticated: bool,
 
     assert wait_for(resend), client.stats()
     assert client.stats()["reconnects"] == 1
+
+
+def test_zmq_client_without_curve_blames_a_peer_gone_mid_handshake_not_curve(
+        contexts: Callable[..., Context], caplog: pytest.LogCaptureFixture) -> None:
+    # A stopped or dying peer closing the connection during the handshake used to be
+    # logged as "is curve on at both ends?" with curve off everywhere.
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.settimeout(10)
+    caplog.set_level(logging.WARNING, logger="storm_zmq.messaging.zmq")
+    client = contexts("zmq", None, on=False).connect(STORM_ID, "127.0.0.1", port)
+    try:
+        peer, _ = listener.accept()
+        peer.recv(10)  # the start of the client's greeting, then the peer goes away
+        peer.close()
+        assert wait_for(lambda: client.stats()["handshake_failures"] >= 1), client.stats()
+    finally:
+        listener.close()
+    assert "the peer closed it during the handshake" in caplog.text
+    assert "curve" not in caplog.text
