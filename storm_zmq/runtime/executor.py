@@ -850,8 +850,17 @@ class Executor(threading.Thread):
         blocking = [m.task for m in batch if m.task in throttled]
         if not blocking:
             return False
-        # on a cycle, and our own input is full: send, see backpressure.py
-        return not (self._input_full() and any(task in self._cyclic_tasks for task in blocking))
+        return not any(self._may_pass_throttle(task) for task in blocking)
+
+    def _may_pass_throttle(self, task: int) -> bool:
+        """Send to a throttled `task` anyway, past its bound by one batch, when our
+        own input is full and either the edge is on a cycle (the consumer may be
+        waiting for us: backpressure.py) or this worker's receive thread waits on a
+        full queue: it reads no status while it waits, so the peer may have lifted
+        the throttle long ago. Two workers took turns in 3 s stalls (the throttles'
+        expiry) that way, each one's receive thread waiting behind executors held
+        by the other's stale throttle (a chaos run with tiny queues, session 20)."""
+        return self._input_full() and (task in self._cyclic_tasks or self.worker.receive_waiting)
 
     # -- in a shared thread (storm_zmq.runtime.shared) -------------------------------
 
@@ -888,9 +897,8 @@ class Executor(threading.Thread):
 
     def _must_wait(self, task: int) -> bool:
         """A remote task to which nothing may go now: its worker throttles it (but
-        see `_throttled` for a cycle whose own input is full)."""
-        return task in self.worker.throttle.throttled and not (
-            task in self._cyclic_tasks and self._input_full())
+        see `_may_pass_throttle`)."""
+        return task in self.worker.throttle.throttled and not self._may_pass_throttle(task)
 
     @staticmethod
     def _part_of(held: HeldBatch, messages: list[Any], weight: int) -> HeldBatch:

@@ -153,6 +153,11 @@ class WorkerState:
         # this worker's receive thread holds back, and the topology's cycles.
         self.throttle = ThrottleTable()
         self._throttle_changed = threading.Condition()
+        #: The receive thread waits on a full queue (`_wait_put`): it reads no
+        #: status meanwhile, so a throttle a peer has lifted may still be in force
+        #: here. Executors whose own input is full then pass throttles
+        #: (`Executor._may_pass_throttle`). Written by the receive thread only.
+        self.receive_waiting = False
         # CPU-aware shuffles (runtime/balance.py): this worker's receive thread
         # weighs the workers by how busy each says it is; executors read the
         # weights per task, a dict replaced whole, never changed in place.
@@ -361,6 +366,16 @@ class WorkerState:
             self._throttle_changed.notify_all()
 
     def _wait_put(self, queue: BatchQueue[Any], batch: list[Any], weight: int) -> None:
+        if queue.put(batch, timeout=0.1, weight=weight):
+            return
+        self.receive_waiting = True
+        self.throttle_changed()  # executors holding for a throttle look again
+        try:
+            self._wait_put_longer(queue, batch, weight)
+        finally:
+            self.receive_waiting = False
+
+    def _wait_put_longer(self, queue: BatchQueue[Any], batch: list[Any], weight: int) -> None:
         while not queue.put(batch, timeout=0.1, weight=weight):
             if self.stopping.is_set():
                 raise QueueClosed()

@@ -165,6 +165,39 @@ def test_tuples_for_a_throttled_remote_task_wait_and_leave_first_while_the_rest_
     assert [b for b in batches[:len(held)]] == [h.batch for h in held], "the held batches left first"
 
 
+def test_a_held_batch_passes_a_throttle_while_the_receive_thread_waits_behind_it() -> None:
+    """While the receive thread waits on a full queue it reads no status, so a
+    throttle a peer lifted may still be in force: an executor whose own input is
+    full (what the receive thread may wait on) sends past it, one batch. Two
+    workers took turns in 3 s stalls without that (a chaos run, session 20)."""
+    executors = shared_executors(
+        {"topology.acker.executors": 0, "topology.executor.receive.buffer.size": 10}, workers=2,
+        parallelism={"split_bolt": (2, 2), "count_bolt": (2, 2)})
+    split = executors["split_bolt"]
+    state = split.worker
+    remote = frozenset(t for t, where in state.task_location.items() if where < 0)
+    state.throttle.update(1, remote, now=time.monotonic())
+    spout_task = state.assignment.component_tasks["sentence_spout"][0]
+    (split_task,) = split.assignment.tasks
+
+    def sentences(n: int) -> list[Any]:
+        tuples = state.make_tuples(spout_task, "default", None,
+                                   [["the quick brown fox jumps over the lazy dog"]] * n, split_task)
+        return [(split_task, tup) for tup in tuples]
+
+    split.incoming.put(sentences(2))
+    assert split.step() and split.holding, "words for the throttled count task wait"
+    split.incoming.put(sentences(10))  # its input full: the receive thread may wait on it
+    assert not split.send_held(), "the throttle holds while the receive thread reads statuses"
+    state.receive_waiting = True
+    assert split.send_held() and not split.holding, "past the throttle, one batch"
+    sent = [m.task for batch in state.transfer.get_all(timeout=0) for m in batch]
+    assert set(sent) <= remote and sent
+    split.incoming.get_all(timeout=0)  # room again: the throttle holds once more
+    split.incoming.put(sentences(2))
+    assert split.step() and split.holding
+
+
 def test_a_slow_bolts_turn_is_short_and_its_queue_fills_behind_it() -> None:
     """A bolt of 1 ms a tuple gets turns of about STEP_SLICE (5 ms) once its pace is
     known, and takes no new input while what it took is unfinished."""

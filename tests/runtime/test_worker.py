@@ -135,9 +135,11 @@ def test_a_peers_throttle_expires_while_the_receive_thread_waits_on_a_full_queue
             time.sleep(0.05)  # the shared thread's held executors only read the table
         assert state.throttle.throttled == frozenset(), "the stale throttle never expired"
         assert waiting.is_alive() and len(queue) == 10  # the receive thread still waits
+        assert state.receive_waiting  # executors with a full input pass throttles meanwhile
     finally:
         queue.get_all(timeout=0)
         waiting.join(timeout=5)
+    assert not state.receive_waiting
 
 
 class _TakesNothing:
