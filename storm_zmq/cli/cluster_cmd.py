@@ -299,6 +299,12 @@ def submit_topology(args: argparse.Namespace) -> int:
             "topology_class": package.topology_class,
             "launch_time": time.time(),
             "code_sha256": package.sha256,
+            # what this topology chose itself, in its config or with submit's -o
+            # (not what the submitter's storm.yaml or the defaults say): its
+            # storm.messaging.* choices win over the supervisors' own settings
+            # (storm_zmq.cluster.supervisor.worker_conf)
+            "conf_set": sorted(key for key in storable_conf
+                               if key in definition.config or key in overrides),
         })
         leads, slots = _nimbus_leads(state), _cluster_slots(state)
     except ClusterStateError as exc:

@@ -270,11 +270,7 @@ class Supervisor:
             unpack_package(data, code_dir)
         directory = self.local_dir / "workers" / f"{topology_id}-{port}"
         directory.mkdir(parents=True, exist_ok=True)
-        # This host's settings win over the submitter's.
-        conf = {**record["conf"], **{k: v for k, v in self.conf.items()
-                                     if k.startswith(("storm.zookeeper.", "storm.local.",
-                                                      "worker.", "storm.messaging.",
-                                                      "supervisor.slots.ports"))}}
+        conf = worker_conf(record, self.conf)
         # A pinned worker's CPU is its slot's position among the worker slots of
         # every supervisor on this machine, not only ours (worker.cpu.pinning).
         conf.pop(HOST_SLOT_KEY, None)
@@ -363,6 +359,27 @@ class Supervisor:
                 log.info("killing worker pid %d left by a previous supervisor run", pid)
                 os.kill(pid, signal.SIGKILL)
             pid_file.unlink(missing_ok=True)
+
+
+#: Settings of this host that win over the topology's: how it reaches ZooKeeper,
+#: where it keeps things, how its workers run, its slots, its transport settings.
+HOST_PREFIXES = ("storm.zookeeper.", "storm.local.", "worker.", "storm.messaging.",
+                 "supervisor.slots.ports")
+
+
+def worker_conf(record: dict[str, Any], host_conf: dict[str, Any]) -> dict[str, Any]:
+    """A worker's config: the topology's, under this host's `HOST_PREFIXES`
+    settings, except the ``storm.messaging.*`` settings the topology chose itself
+    (its record's ``conf_set``: its config and its submit's ``-o``). Every worker of
+    a topology must speak the same transport, with the same curve or authentication
+    and frame limits, so a topology submitted with ``-o
+    storm.messaging.transport=tcp`` runs on tcp whatever the supervisors say; before,
+    the hosts' settings, their defaults included, always won, and it ran on zmq."""
+    chosen = set(record.get("conf_set", ()))
+    host = {key: value for key, value in host_conf.items()
+            if key.startswith(HOST_PREFIXES)
+            and not (key.startswith("storm.messaging.") and key in chosen)}
+    return {**record["conf"], **host}
 
 
 def _cpu_text(cpu: int | None) -> str:

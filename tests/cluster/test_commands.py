@@ -212,6 +212,19 @@ def test_more_workers_than_the_cluster_has_slots_are_warned_about(
     assert "worker slots" not in capsys.readouterr().err
 
 
+def test_submit_records_the_settings_the_topology_chose(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any]) -> None:
+    # the supervisors let its storm.messaging.* choices win (cluster/supervisor.py)
+    state = make_state()
+    assert main(["submit", str(WORDCOUNT), "-o", "storm.messaging.transport=tcp",
+                 *cli_overrides(zk_conf)]) == 0
+    (topology_id,) = state.topologies()
+    chosen = state.get_topology(topology_id)["conf_set"]
+    assert "storm.messaging.transport" in chosen and "storm.zookeeper.port" in chosen
+    # neither a default nor the submitter's storm.yaml (conf/storm.yaml sets it)
+    assert "storm.messaging.zmq.hwm" not in chosen
+
+
 def test_rebalance_options_have_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rebalance", "--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())

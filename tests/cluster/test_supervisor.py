@@ -1,0 +1,43 @@
+"""The worker config a supervisor writes (pure: `worker_conf`). Supervisors as real
+processes are in tests/cluster/test_cluster.py."""
+
+from __future__ import annotations
+
+from storm_zmq.cluster.supervisor import worker_conf
+from storm_zmq.config import DEFAULTS
+
+TCP = "storm_zmq.messaging.tcp.Context"
+
+
+def record(conf: dict[str, object], chosen: list[str] | None) -> dict[str, object]:
+    topology = {"conf": {**DEFAULTS, **conf}}
+    if chosen is not None:
+        topology["conf_set"] = chosen
+    return topology
+
+
+def test_the_transport_a_topology_chose_wins_over_the_hosts_default() -> None:
+    # submit -o storm.messaging.transport=tcp ran on zmq: the host's defaults won
+    host = {**DEFAULTS, "storm.local.dir": "/var/storm"}
+    conf = worker_conf(record({"storm.messaging.transport": TCP}, ["storm.messaging.transport"]),
+                       host)
+    assert conf["storm.messaging.transport"] == TCP
+    assert conf["storm.local.dir"] == "/var/storm"
+
+
+def test_the_hosts_settings_win_where_the_topology_chose_nothing() -> None:
+    host = {**DEFAULTS, "storm.messaging.transport": TCP, "storm.messaging.zmq.hwm": 64,
+            "worker.cpu.pinning": False}
+    chosen = ["storm.messaging.zmq.hwm", "worker.cpu.pinning", "topology.workers"]
+    conf = worker_conf(record({"storm.messaging.zmq.hwm": 8, "worker.cpu.pinning": True,
+                               "topology.workers": 3}, chosen), host)
+    assert conf["storm.messaging.transport"] == TCP  # the topology took the default
+    assert conf["storm.messaging.zmq.hwm"] == 8  # a messaging setting it chose
+    assert conf["worker.cpu.pinning"] is False  # how this host runs its workers
+    assert conf["topology.workers"] == 3
+
+
+def test_a_record_from_before_conf_set_keeps_the_hosts_messaging_settings() -> None:
+    host = {**DEFAULTS, "storm.messaging.transport": TCP}
+    conf = worker_conf(record({"storm.messaging.transport": "zmq"}, None), host)
+    assert conf["storm.messaging.transport"] == TCP
