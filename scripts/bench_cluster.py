@@ -60,6 +60,7 @@ import bench_topology as bench  # noqa: E402  (middle, number formats, code vers
 
 from storm_zmq.cli import add_config_arguments, load_config_from_args  # noqa: E402
 from storm_zmq.config import ConfigError, parse_override  # noqa: E402
+from storm_zmq.messaging import TRANSPORT_ALIASES  # noqa: E402
 from storm_zmq.metrics.summary import TopologyLayout, reports_from_beats  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -99,6 +100,7 @@ class Beat:
     port: int | None
     cpu_secs: float | None
     rss_bytes: int | None
+    transport: str | None  # the class the worker's transport is (transport_class)
     counters: Mapping[str, Mapping[str, float]]  # component -> counter -> value
 
 
@@ -126,6 +128,7 @@ class RunRecord:
                 seen=seen, time=at, pid=report.get("pid"), host=str(report.get("host")),
                 port=report.get("port"), cpu_secs=_number(report.get("cpu_secs")),
                 rss_bytes=_number(report.get("rss_bytes")),
+                transport=report.get("transport_class"),
                 counters={name: {key: value for key, value in entry.items()
                                  if _number(value) is not None}
                           for name, entry in (components or {}).items()
@@ -201,7 +204,8 @@ class RunRecord:
                 cpu = 100 * (span[1].cpu_secs - span[0].cpu_secs) / (span[1].time - span[0].time)
             rss = [b.rss_bytes for b in self.beats[worker] if start <= b.seen <= end and b.rss_bytes]
             rows.append({"worker": worker, "host": newest.host, "port": newest.port, "pid": newest.pid,
-                         "cpu_percent": cpu, "peak_rss_mb": max(rss) / 2**20 if rss else None})
+                         "transport": newest.transport, "cpu_percent": cpu,
+                         "peak_rss_mb": max(rss) / 2**20 if rss else None})
         return rows
 
 
@@ -445,6 +449,11 @@ def _measure_submitted(cluster: Cluster, plan: Plan, name: str, transport: str, 
     }
     if result["tuples_per_s"] <= 0:
         raise BenchError(f"{name}: {', '.join(measure)} executed nothing in the window")
+    wrong = [w for w in result["workers"] if w["transport"] != TRANSPORT_ALIASES[transport]]
+    if wrong:  # what this benchmark compares must be what ran
+        raise BenchError(f"{name}: worker {wrong[0]['worker']} on {wrong[0]['host']} ran "
+                         f"{wrong[0]['transport']}, not the {transport} transport it was "
+                         "submitted with")
     cpu = " / ".join("-" if w["cpu_percent"] is None else f"{w['cpu_percent']:.0f}" for w in result["workers"])
     progress(f"{label}{transport} acking {acking}: {result['tuples_per_s']:,.0f} tuples/s into "
              f"{', '.join(measure)}, CPU {cpu} % on {', '.join(w['host'] for w in result['workers'])} "

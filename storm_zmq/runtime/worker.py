@@ -648,6 +648,8 @@ class Worker:
             "remote_received": state.remote_received,
             "transfer_capacity": state.transfer.capacity,
             "refused": dict(state.refused.counts),
+            # the transport's class (storm.messaging.transport, resolved) and counters
+            "transport_class": f"{type(self.context).__module__}.{type(self.context).__qualname__}",
             "transport": self.server.stats() if self.server is not None else {},
             "peers": {str(index): client.stats() for index, client in list(self.clients.items())},
             "backpressure": {

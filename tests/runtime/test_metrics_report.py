@@ -59,6 +59,7 @@ def test_reports_count_what_the_topology_did(tmp_path: Path) -> None:
         assert report["rss_bytes"] > 10 * 2**20 and report["open_fds"] > 3
         # the process's CPU time, every thread's: at least the interpreter's start-up
         assert 0.05 < report["cpu_secs"] < 60
+        assert report["transport_class"] == DEFAULTS["storm.messaging.transport"]
         assert report["uptime_secs"] > 0 and report["transfer_capacity"] > 0
         for name, entry in report["components"].items():
             assert 0.0 <= entry["capacity"] <= 1.0, name

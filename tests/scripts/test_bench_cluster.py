@@ -139,6 +139,10 @@ def test_a_short_run_on_a_real_cluster(tmp_path: Path, zk_conf: dict[str, Any]) 
             assert sorted(w["port"] for w in run["workers"]) == sorted(
                 s["ports"][0] for s in result["supervisors"])
             assert all(0 < w["cpu_percent"] < 250 and w["peak_rss_mb"] > 10 for w in run["workers"])
+            # what ran is what was submitted: -o storm.messaging.transport wins over the
+            # supervisors' own (default) setting
+            assert {w["transport"] for w in run["workers"]} == {
+                f"storm_zmq.messaging.{run['transport']}.Context"}
         (zmq,) = [r for r in result["rows"] if r["transport"] == "zmq"]
         assert zmq["ratio_to_baseline"] > 0
         assert any("over loopback" in note for note in result["notes"])
