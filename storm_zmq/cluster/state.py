@@ -175,6 +175,18 @@ def worker_zookeeper_conf(conf: Mapping[str, Any]) -> dict[str, Any]:
     return conf
 
 
+def impatient_zookeeper_conf(conf: Mapping[str, Any], wait_ms: int) -> dict[str, Any]:
+    """`conf` for a client whose own loop is the retry and that must not wait out
+    an outage inside one call: no retries (``storm.zookeeper.retry.times`` 0) and at
+    most `wait_ms` of waiting for a connection (``storm.zookeeper.connection.timeout``)
+    per call. Its session still reconnects by itself, as every daemon's does
+    (`RECONNECT_MAX_DELAY`)."""
+    connect = int(conf.get("storm.zookeeper.connection.timeout",
+                           DEFAULTS["storm.zookeeper.connection.timeout"]))
+    return {**conf, "storm.zookeeper.retry.times": 0,
+            "storm.zookeeper.connection.timeout": min(connect, wait_ms)}
+
+
 def _digest_acl(auth: tuple[str, str], what: str) -> ACL:
     scheme, payload = auth
     if scheme != "digest":

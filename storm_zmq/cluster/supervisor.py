@@ -45,7 +45,7 @@ from typing import Any
 
 from storm_zmq.cluster.logviewer import LogViewer, start_logviewer
 from storm_zmq.cluster.package import MARKER_NAME, unpack_package
-from storm_zmq.cluster.state import ClusterState
+from storm_zmq.cluster.state import ClusterState, impatient_zookeeper_conf
 from storm_zmq.cluster.worker import slots_of
 from storm_zmq.logs import open_worker_output, worker_log_path
 from storm_zmq.runtime.tuning import HOST_SLOT_KEY, host_slot, host_slots, slot_cpu
@@ -87,7 +87,13 @@ class Supervisor:
         self.id = self._stable_id()
         self.workers: dict[int, RunningWorker] = {}
         self.stopping = threading.Event()
-        self.state = ClusterState(conf)
+        # Its rounds must not wait out a ZooKeeper outage inside a call: a round that
+        # cannot reach it soon falls back to keeping the workers it has alive (a
+        # call that began as ZooKeeper went away blocked for up to 90 s, and a
+        # worker killed meanwhile stayed dead until ZooKeeper was back). Each
+        # round is the retry.
+        self.state = ClusterState(impatient_zookeeper_conf(
+            conf, int(conf["supervisor.monitor.frequency.secs"]) * 1000))
         self._zk_down_logged = False
         self._next_pinning_check = 0.0
         self.logs_dir = self.local_dir / "logs"
@@ -104,7 +110,6 @@ class Supervisor:
         self.state.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000)
         self._kill_leftover_workers()
         self.logviewer = start_logviewer(self.conf, self.logs_dir)
-        self._register()
         log.info("supervisor %s on %s, slots %s, local dir %s", self.id, self.host, self.ports,
                  self.local_dir)
         interval = float(self.conf["supervisor.monitor.frequency.secs"])

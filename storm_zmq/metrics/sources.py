@@ -55,18 +55,12 @@ UI_CONNECT_WAIT_MS = 2000
 
 def ui_zookeeper_conf(conf: dict[str, Any]) -> dict[str, Any]:
     """`conf` for the ClusterState of `storm-zmq ui`: its reads are not retried
-    (``storm.zookeeper.retry.times`` 0: the page's next refresh, Prometheus' next
-    scrape, is the retry) and a read waits at most `UI_CONNECT_WAIT_MS` for a
-    connection. Like every daemon's, its session tries to reconnect at least every
-    `storm_zmq.cluster.state.RECONNECT_MAX_DELAY`, so the UI is back within seconds
+    (the page's next refresh, Prometheus' next scrape, is the retry) and a read waits
+    at most `UI_CONNECT_WAIT_MS` for a connection, so the UI is back within seconds
     of ZooKeeper. The daemons keep their limits."""
-    from storm_zmq.config import DEFAULTS
+    from storm_zmq.cluster.state import impatient_zookeeper_conf
 
-    connect = int(conf.get("storm.zookeeper.connection.timeout",
-                           DEFAULTS["storm.zookeeper.connection.timeout"]))
-    return {**conf,
-            "storm.zookeeper.retry.times": 0,
-            "storm.zookeeper.connection.timeout": min(connect, UI_CONNECT_WAIT_MS)}
+    return impatient_zookeeper_conf(conf, UI_CONNECT_WAIT_MS)
 
 
 class UnknownTopology(LookupError):
