@@ -1303,6 +1303,21 @@ class SpoutExecutor(Executor):
         self._idle_until = 0.0  # a shared thread's spout: next_tuple() not before this
         self.complete_ms_total = 0.0
         self.complete_samples = 0
+        self._said_unbounded = False  # _say_unbounded, once
+
+    def _say_unbounded(self, expired: int) -> None:
+        """Trees time out while nothing bounds what is in flight: replays join the
+        queues their trees timed out in, behind the stale copies, and can time out
+        again and again (a run with a slow sink replayed 150,000 times for 20,000
+        ids and never finished; Storm does the same). Said once, with the remedy."""
+        self._said_unbounded = True
+        timeout = self.worker.component_conf(self.component).get("topology.message.timeout.secs")
+        log.warning(
+            "spout %r: %d tuple tree(s) timed out (topology.message.timeout.secs %s) and "
+            "topology.max.spout.pending is not set: with nothing bounding what is in "
+            "flight, replays wait behind the tuples that timed out and can time out again, "
+            "for ever; set topology.max.spout.pending (a few hundred to a few thousand)",
+            self.component, expired, timeout)
 
     @property
     def pending_count(self) -> int:
@@ -1378,9 +1393,12 @@ class SpoutExecutor(Executor):
         self._take_input(batches)
         now = time.monotonic()
         if now >= self._next_rotation:
-            for expired in self.pending.rotate():
+            expired_trees = self.pending.rotate()
+            for expired in expired_trees:
                 self.failed += 1
                 self._call_hook(expired.task_id, components[expired.task_id].fail, expired.msg_id)
+            if expired_trees and self.max_pending is None and not self._said_unbounded:
+                self._say_unbounded(len(expired_trees))
             self._next_rotation = now + self.pending.rotation_interval_secs
         self._run_deferred_acks()
         emitted = 0

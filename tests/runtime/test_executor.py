@@ -3,6 +3,7 @@ anchoring, acking) through the real collectors and queues of one worker."""
 
 from __future__ import annotations
 
+import logging
 import random
 import sys
 import threading
@@ -932,3 +933,24 @@ def test_a_spout_draws_its_roots_for_an_acker_of_its_own_worker() -> None:
               for tuple_roots in run.roots for root in tuple_roots}
     assert len(roots) == 50
     assert {ackers[acker_index(root, len(ackers))] for root in roots} == set(acker.assignment.tasks)
+
+
+@pytest.mark.parametrize("max_pending", [None, 10])
+def test_trees_timing_out_with_nothing_bounding_what_is_in_flight_are_said_once(
+        max_pending: int | None, caplog: pytest.LogCaptureFixture) -> None:
+    # replays wait behind what timed out and can time out again, for ever: a slow
+    # sink with a short message timeout never finished (a chaos run, session 20)
+    state, executors = whole_word_count({"topology.max.spout.pending": max_pending})
+    spout = executors["sentence_spout"]
+    (spout_component,) = spout.components.values()
+    spout_component.fail = lambda tup_id: None  # type: ignore[method-assign]
+    caplog.set_level(logging.WARNING, logger="storm_zmq.runtime.executor")
+    for round_ in range(2):
+        spout_component.emit(["a b c"], tup_id=f"s{round_}")
+        spout.flush()
+        for _ in range(5):  # rotations until the tree has timed out
+            spout._next_rotation = 0.0
+            spout._round(may_emit=False)
+        assert spout.failed == round_ + 1
+    said = [r.getMessage() for r in caplog.records if "max.spout.pending is not set" in r.getMessage()]
+    assert len(said) == (1 if max_pending is None else 0)
