@@ -8,7 +8,6 @@ Needs root and iproute2 (CI has both); elsewhere the test is skipped saying so.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import pytest
 import yaml
 
 from tests.cluster.test_cluster import TOPOLOGY, all_ids_arrive, wait_for
+from tests.netns import cannot_make_namespaces, run
 from tests.zk_fixtures import free_port
 
 pytestmark = pytest.mark.slow
@@ -27,50 +27,32 @@ SCRIPT = Path(__file__).parents[2] / "scripts" / "zookeeper.sh"
 SUBNET = "10.231.77"  # the test hosts' own addresses, inside namespaces this test makes
 
 
-def _run(*command: str) -> None:
-    subprocess.run(command, check=True, capture_output=True, text=True, timeout=30)
-
-
-def _cannot_make_hosts() -> str | None:
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    if shutil.which("ip") is None:
-        return "network namespaces need iproute2 (the `ip` command)"
-    probe = f"szprobe{uuid.uuid4().hex[:6]}"
-    try:
-        _run("ip", "netns", "add", probe)
-    except subprocess.CalledProcessError as exc:
-        return f"this machine refuses `ip netns add`: {exc.stderr.strip()}"
-    _run("ip", "netns", "del", probe)
-    return None
-
-
 @pytest.fixture
 def hosts() -> Iterator[dict[str, str]]:
     """Two namespaces on a bridge: name -> address, plus the bridge's own address."""
-    reason = _cannot_make_hosts()
+    reason = cannot_make_namespaces()
     if reason:
         pytest.skip(reason)
     tag = uuid.uuid4().hex[:5]
     bridge = f"szbr{tag}"
     made: list[tuple[str, ...]] = []
     try:
-        _run("ip", "link", "add", bridge, "type", "bridge")
+        run("ip", "link", "add", bridge, "type", "bridge")
         made.append(("ip", "link", "del", bridge))
-        _run("ip", "addr", "add", f"{SUBNET}.1/24", "dev", bridge)
-        _run("ip", "link", "set", bridge, "up")
+        run("ip", "addr", "add", f"{SUBNET}.1/24", "dev", bridge)
+        run("ip", "link", "set", bridge, "up")
         addresses = {}
         for number, name in ((2, "a"), (3, "b")):
             ns, outside, inside = f"sz{name}{tag}", f"sz{name}{tag}o", f"sz{name}{tag}i"
-            _run("ip", "netns", "add", ns)
+            run("ip", "netns", "add", ns)
             made.append(("ip", "netns", "del", ns))
-            _run("ip", "link", "add", outside, "type", "veth", "peer", "name", inside)
-            _run("ip", "link", "set", outside, "master", bridge)
-            _run("ip", "link", "set", outside, "up")
-            _run("ip", "link", "set", inside, "netns", ns)
-            _run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{SUBNET}.{number}/24", "dev", inside)
-            _run("ip", "netns", "exec", ns, "ip", "link", "set", inside, "up")
-            _run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+            run("ip", "link", "add", outside, "type", "veth", "peer", "name", inside)
+            run("ip", "link", "set", outside, "master", bridge)
+            run("ip", "link", "set", outside, "up")
+            run("ip", "link", "set", inside, "netns", ns)
+            run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{SUBNET}.{number}/24", "dev", inside)
+            run("ip", "netns", "exec", ns, "ip", "link", "set", inside, "up")
+            run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
             addresses[ns] = f"{SUBNET}.{number}"
         addresses["bridge"] = f"{SUBNET}.1"
         yield addresses
