@@ -110,6 +110,11 @@ SCHEMA: dict[str, Setting] = {
     "storm.messaging.zmq.heartbeat.timeout.ms": Setting(
         10000, "int", "A peer silent this long is considered dead and reconnected "
         "(ZeroMQ caps it at 6553500).", minimum=1, maximum=6553500),
+    "storm.messaging.zmq.keepalive.secs": Setting(
+        60, "int", "A connection idle this long gets TCP keepalive probes (4, a quarter "
+        "of this apart), so that one whose peer's host vanished without closing it is "
+        "dropped in about twice this time instead of held for ever; 0 turns keepalive "
+        "off.", minimum=0),
     "storm.messaging.zmq.transfer.batch.size": Setting(
         262144, "int", "Target frame size in bytes; larger batches are split.",
         minimum=1),
@@ -133,6 +138,11 @@ SCHEMA: dict[str, Setting] = {
         100, "int", "Reconnect backoff, first wait.", minimum=1),
     "storm.messaging.tcp.max_wait_ms": Setting(
         1000, "int", "Reconnect backoff cap.", minimum=1),
+    "storm.messaging.tcp.keepalive.secs": Setting(
+        60, "int", "A connection idle this long gets TCP keepalive probes (4, a quarter "
+        "of this apart), so that one whose peer's host vanished without closing it is "
+        "dropped in about twice this time instead of held for ever; 0 turns keepalive "
+        "off.", minimum=0),
     "storm.messaging.tcp.transfer.batch.size": Setting(
         262144, "int", "Target frame size in bytes; larger batches are split.",
         minimum=1),

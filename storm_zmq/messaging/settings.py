@@ -17,6 +17,7 @@ class LinkSettings:
     send_timeout: float | None  # seconds; None blocks while the peer applies backpressure
     min_wait: float  # reconnect backoff, seconds
     max_wait: float
+    keepalive_secs: int = 0  # idle seconds before TCP keepalive probes; 0: no keepalive
 
     @classmethod
     def from_conf(cls, conf: dict[str, Any], prefix: str) -> LinkSettings:
@@ -33,12 +34,28 @@ class LinkSettings:
             send_timeout=None if timeout_ms < 0 else timeout_ms / 1000,
             min_wait=get("min_wait_ms") / 1000,
             max_wait=get("max_wait_ms") / 1000,
+            keepalive_secs=get("keepalive.secs"),
         )
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait before reconnect attempt `attempt` (0-based): doubling
         from min_wait, capped at max_wait."""
         return min(self.max_wait, self.min_wait * (2 ** min(attempt, 30)))
+
+    def keepalive_probes(self) -> tuple[int, int, int] | None:
+        """(idle, interval, count) for TCP keepalive, or None when it is off.
+
+        Why: a peer whose host vanished (power, network) sends no FIN or RST, and a
+        receiving end never writes, so without probes its side of the connection
+        stays open for ever, holding a descriptor and, on tcp, whatever part of a
+        frame it had read (up to max.frame.size). Storm's Netty transport turns
+        SO_KEEPALIVE on for the same reason. `count` probes `interval` apart after
+        `keepalive_secs` idle: a dead peer is dropped about twice that long after
+        it last sent."""
+        if self.keepalive_secs <= 0:
+            return None
+        count = 4
+        return self.keepalive_secs, max(1, self.keepalive_secs // count), count
 
     def send_deadline(self) -> float | None:
         """When (time.monotonic) a send() starting now must give up; None: never."""

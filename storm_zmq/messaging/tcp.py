@@ -128,6 +128,14 @@ class Context(_Context):
         if self.buffer_size:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.buffer_size)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.buffer_size)
+        probes = self.link.keepalive_probes()
+        if probes is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; elsewhere the OS's timing
+                idle, interval, count = probes
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
 
 
 class _Handshaking:

@@ -238,6 +238,13 @@ class Context(_Context):
             sock.setsockopt(zmq.HEARTBEAT_IVL, self.heartbeat_ivl_ms)
             sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, self.heartbeat_timeout_ms)
             sock.setsockopt(zmq.HEARTBEAT_TTL, self.heartbeat_timeout_ms)
+        probes = self.link.keepalive_probes()
+        if probes is not None:  # for the connections it makes and accepts from now on
+            idle, interval, count = probes
+            sock.setsockopt(zmq.TCP_KEEPALIVE, 1)
+            sock.setsockopt(zmq.TCP_KEEPALIVE_IDLE, idle)
+            sock.setsockopt(zmq.TCP_KEEPALIVE_INTVL, interval)
+            sock.setsockopt(zmq.TCP_KEEPALIVE_CNT, count)
         return sock
 
     def _track(self, connection: _ZmqConnection) -> _ZmqConnection:

@@ -1,0 +1,176 @@
+"""TCP keepalive on both network transports: the kernel's own view of real
+connections (/proc/net/tcp), not the options the code meant to set."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storm_zmq.messaging import TaskMessage, load_context
+from storm_zmq.messaging.settings import LinkSettings
+from tests.netns import cannot_make_namespaces, run
+
+from .conftest import NETWORK_TRANSPORTS, free_port, transport_conf
+from .test_conformance import receive_until
+
+ESTABLISHED = "01"
+KEEPALIVE_TIMER = 2  # /proc/net/tcp's "tr" column (0: no timer)
+USER_HZ = 100  # the unit of its "tm->when" column
+
+
+@pytest.mark.parametrize(("secs", "probes"), [
+    (60, (60, 15, 4)), (7, (7, 1, 4)), (1, (1, 1, 4)), (0, None),
+])
+def test_keepalive_probes_follow_the_idle_time(secs: int, probes: tuple[int, int, int] | None) -> None:
+    link = LinkSettings.from_conf({"storm.messaging.zmq.keepalive.secs": secs}, "storm.messaging.zmq.")
+    assert link.keepalive_probes() == probes
+
+
+def test_keepalive_is_on_by_default_for_both_transports() -> None:
+    for name in NETWORK_TRANSPORTS:
+        assert LinkSettings.from_conf({}, f"storm.messaging.{name}.").keepalive_probes() == (60, 15, 4)
+
+
+def _connections_on(port: int) -> list[tuple[str, int, float]]:
+    """(local port, timer kind, seconds until it fires) of every established TCP
+    connection with `port` at one end, as the kernel sees it."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        path = Path(table)
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            fields = line.split()
+            local, remote, state, timer = fields[1], fields[2], fields[3], fields[5]
+            local_port = int(local.rsplit(":", 1)[1], 16)
+            remote_port = int(remote.rsplit(":", 1)[1], 16)
+            if state == ESTABLISHED and port in (local_port, remote_port):
+                kind, when = timer.split(":")
+                found.append((str(local_port), int(kind, 16), int(when, 16) / USER_HZ))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc/net/tcp")
+@pytest.mark.parametrize("transport", NETWORK_TRANSPORTS)
+@pytest.mark.parametrize("secs", [30, 0])
+def test_both_ends_of_a_connection_arm_the_kernels_keepalive_timer(
+    make_context: Any, transport: str, secs: int
+) -> None:
+    """Client and server side of a real connection that carried a batch: with
+    keepalive.secs N each has the keepalive timer armed to fire within N seconds;
+    with 0, neither has a timer at all (an idle connection without keepalive)."""
+    server_context = make_context({"keepalive.secs": secs})
+    client_context = make_context({"keepalive.secs": secs})
+    port = free_port()
+    server = server_context.bind("topo", port)
+    client = client_context.connect("topo", "127.0.0.1", port)
+    client.send([TaskMessage(1, b"hello")])
+    assert [m.message for m in receive_until(server, 1)] == [b"hello"]
+
+    deadline = time.monotonic() + 10
+    while True:  # the ACK of the last segment may still be on its way
+        connections = _connections_on(port)
+        sides = {local_port == str(port) for local_port, _, _ in connections}
+        timers = {kind for _, kind, _ in connections}
+        settled = sides == {True, False} and timers == ({KEEPALIVE_TIMER} if secs else {0})
+        if settled or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    assert sides == {True, False}, f"both ends of the connection, got {connections}"
+    if secs:
+        assert timers == {KEEPALIVE_TIMER}, f"keepalive timer on both ends, got {connections}"
+        assert all(0 < when <= secs for _, _, when in connections), connections
+    else:
+        assert timers == {0}, f"no timer on an idle connection, got {connections}"
+    client.close()
+    server.close()
+
+
+# A peer on another "host": connects to both transports' servers, sends one batch on
+# each, says so, then idles until killed.
+_PEER = """
+import sys, time
+from storm_zmq.config import DEFAULTS
+from storm_zmq.messaging import TRANSPORT_ALIASES, TaskMessage, load_context
+host, secs, ports = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+clients = []
+for name, port in zip(("zmq", "tcp"), ports):
+    conf = {**DEFAULTS, "storm.messaging.transport": TRANSPORT_ALIASES[name],
+            f"storm.messaging.{name}.keepalive.secs": secs}
+    clients.append(load_context(conf).connect("topo", host, int(port)))
+    clients[-1].send([TaskMessage(1, b"from afar")])
+print("sent", flush=True)
+time.sleep(600)
+"""
+SUBNET = "10.231.78"  # inside the namespace this test makes
+
+
+@pytest.fixture
+def far_host() -> Iterator[tuple[str, str]]:
+    """A namespace behind a veth pair: (namespace, its end of the link); the host
+    side is SUBNET.1, the namespace SUBNET.2."""
+    reason = cannot_make_namespaces()
+    if reason:
+        pytest.skip(reason)
+    tag = uuid.uuid4().hex[:5]
+    ns, outside, inside = f"szka{tag}", f"szka{tag}o", f"szka{tag}i"
+    run("ip", "netns", "add", ns)
+    try:
+        run("ip", "link", "add", outside, "type", "veth", "peer", "name", inside)
+        run("ip", "addr", "add", f"{SUBNET}.1/24", "dev", outside)
+        run("ip", "link", "set", outside, "up")
+        run("ip", "link", "set", inside, "netns", ns)
+        run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{SUBNET}.2/24", "dev", inside)
+        run("ip", "netns", "exec", ns, "ip", "link", "set", inside, "up")
+        yield ns, inside
+    finally:
+        subprocess.run(["ip", "link", "del", outside], capture_output=True, timeout=30)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+
+
+def test_a_server_drops_the_connection_of_a_peer_whose_host_vanished(
+    far_host: tuple[str, str],
+) -> None:
+    """The peer's link goes down after it sent: no FIN, no RST, as when its machine
+    loses power. With keepalive.secs 1 (probes 1 s apart, 4 of them) each server
+    drops the connection within seconds; without keepalive it would hold it for
+    ever (the receiving end never writes, so nothing else would notice)."""
+    ns, link = far_host
+    servers = {}
+    ports = []
+    for name in NETWORK_TRANSPORTS:
+        context = load_context(transport_conf(name, {"keepalive.secs": 1}))
+        ports.append(str(free_port()))
+        servers[name] = (context, context.bind("topo", int(ports[-1])))
+    peer = subprocess.Popen(
+        ["ip", "netns", "exec", ns, sys.executable, "-c", _PEER, f"{SUBNET}.1", "1", *ports],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
+    try:
+        assert peer.stdout is not None and peer.stdout.readline() == "sent\n", peer.stderr
+        for name, (_, server) in servers.items():
+            assert [m.message for m in receive_until(server, 1)] == [b"from afar"], name
+        run("ip", "netns", "exec", ns, "ip", "link", "set", link, "down")
+        vanished = time.monotonic()
+        dropped: dict[str, float] = {}
+        while len(dropped) < len(servers) and time.monotonic() < vanished + 30:
+            for name, (_, server) in servers.items():
+                assert server.recv(0.05) == []
+                if name not in dropped and server.stats()["disconnects"]:
+                    dropped[name] = time.monotonic() - vanished
+        print(f"dropped after (s): {dropped}")
+        assert set(dropped) == set(servers), f"only {dropped} dropped the vanished peer"
+        # 1 s idle, then 4 probes 1 s apart: about 5 s; well under the 30 s waited
+        assert all(seconds < 15 for seconds in dropped.values()), dropped
+    finally:
+        peer.kill()
+        peer.wait(10)
+        for context, server in servers.values():
+            server.close()
+            context.term()
