@@ -182,6 +182,16 @@ def _warn_if_short_of_slots(slots: int, workers: int, name: str) -> None:
               "-n to fewer workers)", file=sys.stderr)
 
 
+def _warn_of_settings_the_hosts_decide(chosen: list[str], name: str) -> None:
+    from storm_zmq.cluster.supervisor import settings_the_hosts_decide
+
+    unused = settings_the_hosts_decide(chosen)
+    if unused:
+        print(f"warning: {name!r} sets {', '.join(unused)}, which each supervisor takes from "
+              "its own storm.yaml (how its host runs workers): the topology's value is not "
+              "used in a cluster, only in local mode (storm-zmq run)", file=sys.stderr)
+
+
 def _named(state: Any, name: str) -> list[tuple[str, dict[str, Any]]]:
     """Every topology called `name`, killed ones too: (id, record)."""
     found = []
@@ -274,6 +284,11 @@ def submit_topology(args: argparse.Namespace) -> int:
     if workers < 1:
         raise UsageError(f"-w/--workers must be at least 1, got {workers}")
     storable_conf = _storable_conf(topology_conf)
+    # What this topology chose itself, in its config or with submit's -o (not what
+    # the submitter's storm.yaml or the defaults say): its storm.messaging.* choices
+    # win over the supervisors' own settings, its worker.* ones do not
+    # (storm_zmq.cluster.supervisor.worker_conf), and submit says so.
+    conf_set = sorted(key for key in storable_conf if key in definition.config or key in overrides)
     state = _state(conf)
     try:
         for topology_id, record in _named(state, name):
@@ -299,12 +314,8 @@ def submit_topology(args: argparse.Namespace) -> int:
             "topology_class": package.topology_class,
             "launch_time": time.time(),
             "code_sha256": package.sha256,
-            # what this topology chose itself, in its config or with submit's -o
-            # (not what the submitter's storm.yaml or the defaults say): its
-            # storm.messaging.* choices win over the supervisors' own settings
-            # (storm_zmq.cluster.supervisor.worker_conf)
-            "conf_set": sorted(key for key in storable_conf
-                               if key in definition.config or key in overrides),
+            # what this topology chose itself (see conf_set above)
+            "conf_set": conf_set,
         })
         leads, slots = _nimbus_leads(state), _cluster_slots(state)
     except ClusterStateError as exc:
@@ -314,6 +325,7 @@ def submit_topology(args: argparse.Namespace) -> int:
     print(f"submitted topology {name!r} as {topology_id} "
           f"({workers} worker{'' if workers == 1 else 's'})", flush=True)
     _warn_if_short_of_slots(slots, workers, name)
+    _warn_of_settings_the_hosts_decide(conf_set, name)
     _warn_without_nimbus(leads)
     if args.wait > 0:
         from storm_zmq.cli.progress import wait_for_workers

@@ -39,6 +39,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -385,6 +386,17 @@ def worker_conf(record: dict[str, Any], host_conf: dict[str, Any]) -> dict[str, 
             if key.startswith(HOST_PREFIXES)
             and not (key.startswith("storm.messaging.") and key in chosen)}
     return {**record["conf"], **host}
+
+
+def settings_the_hosts_decide(chosen: Iterable[str]) -> list[str]:
+    """Of the settings a topology chose (its config, submit's ``-o``), those its
+    workers will not get in a cluster: how a host runs its worker processes
+    (``worker.*``, its slots) is each supervisor's own storm.yaml, whatever the
+    topology says (`worker_conf`). In local mode the same settings do apply, so
+    `submit` names them rather than letting them go unused in silence.
+    ``storm.zookeeper.*`` and ``storm.local.*`` are host settings too, but a
+    submit's own ``-o`` of those is for reaching the cluster, not for the workers."""
+    return sorted(key for key in chosen if key.startswith(("worker.", "supervisor.slots.ports")))
 
 
 def _cpu_text(cpu: int | None) -> str:

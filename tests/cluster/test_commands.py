@@ -230,3 +230,19 @@ def test_rebalance_options_have_help(capsys: pytest.CaptureFixture[str]) -> None
     help_text = " ".join(capsys.readouterr().out.split())
     assert "-w SECS, --wait SECS seconds between deactivation and the reassignment" in help_text
     assert "-n WORKERS, --num-workers WORKERS the number of workers afterwards" in help_text
+
+
+def test_submit_names_the_settings_the_supervisors_decide(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # worked in local mode, silently unused in a cluster (each host's storm.yaml wins)
+    make_state()
+    assert main(["submit", str(WORDCOUNT), "-n", "wc1", "-o", "worker.shared.executor.thread=false",
+                 "-o", "storm.messaging.zmq.hwm=64", *cli_overrides(zk_conf)]) == 0
+    err = capsys.readouterr().err
+    assert ("warning: 'wc1' sets worker.shared.executor.thread, which each supervisor takes "
+            "from its own storm.yaml") in err
+    assert "hwm" not in err  # a transport setting the topology chose is its workers'
+    # the -o storm.zookeeper.* that reach the cluster are the submit's own: no warning
+    assert main(["submit", str(WORDCOUNT), "-n", "wc2", *cli_overrides(zk_conf)]) == 0
+    assert "supervisor takes" not in capsys.readouterr().err

@@ -3,7 +3,7 @@ processes are in tests/cluster/test_cluster.py."""
 
 from __future__ import annotations
 
-from storm_zmq.cluster.supervisor import worker_conf
+from storm_zmq.cluster.supervisor import settings_the_hosts_decide, worker_conf
 from storm_zmq.config import DEFAULTS
 
 TCP = "storm_zmq.messaging.tcp.Context"
@@ -41,3 +41,17 @@ def test_a_record_from_before_conf_set_keeps_the_hosts_messaging_settings() -> N
     host = {**DEFAULTS, "storm.messaging.transport": TCP}
     conf = worker_conf(record({"storm.messaging.transport": "zmq"}, None), host)
     assert conf["storm.messaging.transport"] == TCP
+
+
+def test_the_settings_the_hosts_decide_are_worker_and_slot_settings() -> None:
+    chosen = ["worker.cpu.pinning", "topology.workers", "storm.messaging.zmq.hwm",
+              "storm.zookeeper.port", "storm.local.dir", "supervisor.slots.ports",
+              "worker.log.backups"]
+    assert settings_the_hosts_decide(chosen) == [
+        "supervisor.slots.ports", "worker.cpu.pinning", "worker.log.backups"]
+    # and the workers indeed get the host's value of each
+    host = {**DEFAULTS, "worker.cpu.pinning": False, "worker.log.backups": 2,
+            "supervisor.slots.ports": [6800]}
+    conf = worker_conf(record({"worker.cpu.pinning": True, "worker.log.backups": 9,
+                               "supervisor.slots.ports": [1]}, chosen), host)
+    assert [conf[key] for key in settings_the_hosts_decide(chosen)] == [[6800], False, 2]
