@@ -114,7 +114,7 @@ SCHEMA: dict[str, Setting] = {
         60, "int", "A connection idle this long gets TCP keepalive probes (4, a quarter "
         "of this apart), so that one whose peer's host vanished without closing it is "
         "dropped in about twice this time instead of held for ever; 0 turns keepalive "
-        "off.", minimum=0),
+        "off. At most 32767 (Linux's bound).", minimum=0, maximum=32767),
     "storm.messaging.zmq.transfer.batch.size": Setting(
         262144, "int", "Target frame size in bytes; larger batches are split.",
         minimum=1),
@@ -142,7 +142,7 @@ SCHEMA: dict[str, Setting] = {
         60, "int", "A connection idle this long gets TCP keepalive probes (4, a quarter "
         "of this apart), so that one whose peer's host vanished without closing it is "
         "dropped in about twice this time instead of held for ever; 0 turns keepalive "
-        "off.", minimum=0),
+        "off. At most 32767 (Linux's bound).", minimum=0, maximum=32767),
     "storm.messaging.tcp.transfer.batch.size": Setting(
         262144, "int", "Target frame size in bytes; larger batches are split.",
         minimum=1),

@@ -189,7 +189,7 @@ def _warn_of_settings_the_hosts_decide(chosen: list[str], name: str) -> None:
     if unused:
         print(f"warning: {name!r} sets {', '.join(unused)}, which each supervisor takes from "
               "its own storm.yaml (how its host runs workers): the topology's value is not "
-              "used in a cluster, only in local mode (storm-zmq run)", file=sys.stderr)
+              "used in a cluster", file=sys.stderr)
 
 
 def _named(state: Any, name: str) -> list[tuple[str, dict[str, Any]]]:

@@ -392,11 +392,14 @@ def settings_the_hosts_decide(chosen: Iterable[str]) -> list[str]:
     """Of the settings a topology chose (its config, submit's ``-o``), those its
     workers will not get in a cluster: how a host runs its worker processes
     (``worker.*``, its slots) is each supervisor's own storm.yaml, whatever the
-    topology says (`worker_conf`). In local mode the same settings do apply, so
-    `submit` names them rather than letting them go unused in silence.
-    ``storm.zookeeper.*`` and ``storm.local.*`` are host settings too, but a
-    submit's own ``-o`` of those is for reaching the cluster, not for the workers."""
-    return sorted(key for key in chosen if key.startswith(("worker.", "supervisor.slots.ports")))
+    topology says (`worker_conf`), so `submit` names them rather than letting them go
+    unused in silence (some, like ``worker.shared.executor.thread``, do apply in
+    local mode). ``storm.messaging.*`` is the topology's when it chose it;
+    ``storm.zookeeper.*`` and ``storm.local.*`` are the hosts' too, but a submit's
+    own ``-o`` of those is for reaching the cluster, not for the workers."""
+    decided = tuple(prefix for prefix in HOST_PREFIXES if not prefix.startswith(
+        ("storm.messaging.", "storm.zookeeper.", "storm.local.")))
+    return sorted(key for key in chosen if key.startswith(decided))
 
 
 def _cpu_text(cpu: int | None) -> str:

@@ -3,6 +3,7 @@ connections (/proc/net/tcp), not the options the code meant to set."""
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from storm_zmq.config import DEFAULTS, ConfigError, validate
 from storm_zmq.messaging import TaskMessage, load_context
 from storm_zmq.messaging.settings import LinkSettings
 from tests.netns import cannot_make_namespaces, run
@@ -33,14 +35,22 @@ def test_keepalive_probes_follow_the_idle_time(secs: int, probes: tuple[int, int
     assert link.keepalive_probes() == probes
 
 
+@pytest.mark.parametrize("transport", NETWORK_TRANSPORTS)
+def test_an_idle_time_linux_refuses_is_a_config_error(transport: str) -> None:
+    # TCP_KEEPIDLE above 32767 is EINVAL: tcp failed every connection, zmq silently
+    key = f"storm.messaging.{transport}.keepalive.secs"
+    with pytest.raises(ConfigError, match=key):
+        validate({**DEFAULTS, key: 86400})
+
+
 def test_keepalive_is_on_by_default_for_both_transports() -> None:
     for name in NETWORK_TRANSPORTS:
         assert LinkSettings.from_conf({}, f"storm.messaging.{name}.").keepalive_probes() == (60, 15, 4)
 
 
 def _connections_on(port: int) -> list[tuple[str, int, float]]:
-    """(local port, timer kind, seconds until it fires) of every established TCP
-    connection with `port` at one end, as the kernel sees it."""
+    """(local port, timer kind, seconds until it fires) of every established
+    loopback TCP connection with `port` at one end, as the kernel sees it."""
     found = []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         path = Path(table)
@@ -51,7 +61,9 @@ def _connections_on(port: int) -> list[tuple[str, int, float]]:
             local, remote, state, timer = fields[1], fields[2], fields[3], fields[5]
             local_port = int(local.rsplit(":", 1)[1], 16)
             remote_port = int(remote.rsplit(":", 1)[1], 16)
-            if state == ESTABLISHED and port in (local_port, remote_port):
+            loopback = local.endswith("0100007F:" + local.rsplit(":", 1)[1]) and \
+                remote.endswith("0100007F:" + remote.rsplit(":", 1)[1])
+            if state == ESTABLISHED and loopback and port in (local_port, remote_port):
                 kind, when = timer.split(":")
                 found.append((str(local_port), int(kind, 16), int(when, 16) / USER_HZ))
     return found
@@ -103,46 +115,48 @@ host, secs, ports = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 clients = []
 for name, port in zip(("zmq", "tcp"), ports):
     conf = {**DEFAULTS, "storm.messaging.transport": TRANSPORT_ALIASES[name],
-            f"storm.messaging.{name}.keepalive.secs": secs}
+            f"storm.messaging.{name}.keepalive.secs": secs,
+            f"storm.messaging.{name}.send.timeout.ms": 10000}  # no link: fail, not hang
     clients.append(load_context(conf).connect("topo", host, int(port)))
     clients[-1].send([TaskMessage(1, b"from afar")])
 print("sent", flush=True)
 time.sleep(600)
 """
-SUBNET = "10.231.78"  # inside the namespace this test makes
 
 
 @pytest.fixture
-def far_host() -> Iterator[tuple[str, str]]:
-    """A namespace behind a veth pair: (namespace, its end of the link); the host
-    side is SUBNET.1, the namespace SUBNET.2."""
+def far_host() -> Iterator[tuple[str, str, str]]:
+    """A namespace behind a veth pair: (namespace, its end of the link, subnet);
+    the host side is SUBNET.1, the namespace SUBNET.2. A subnet of its own each
+    time, so that what a killed run left behind cannot answer for this one."""
     reason = cannot_make_namespaces()
     if reason:
         pytest.skip(reason)
     tag = uuid.uuid4().hex[:5]
+    subnet = f"10.232.{random.randrange(1, 255)}"
     ns, outside, inside = f"szka{tag}", f"szka{tag}o", f"szka{tag}i"
     run("ip", "netns", "add", ns)
     try:
         run("ip", "link", "add", outside, "type", "veth", "peer", "name", inside)
-        run("ip", "addr", "add", f"{SUBNET}.1/24", "dev", outside)
+        run("ip", "addr", "add", f"{subnet}.1/24", "dev", outside)
         run("ip", "link", "set", outside, "up")
         run("ip", "link", "set", inside, "netns", ns)
-        run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{SUBNET}.2/24", "dev", inside)
+        run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{subnet}.2/24", "dev", inside)
         run("ip", "netns", "exec", ns, "ip", "link", "set", inside, "up")
-        yield ns, inside
+        yield ns, inside, subnet
     finally:
         subprocess.run(["ip", "link", "del", outside], capture_output=True, timeout=30)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
 
 
 def test_a_server_drops_the_connection_of_a_peer_whose_host_vanished(
-    far_host: tuple[str, str],
+    far_host: tuple[str, str, str],
 ) -> None:
     """The peer's link goes down after it sent: no FIN, no RST, as when its machine
     loses power. With keepalive.secs 1 (probes 1 s apart, 4 of them) each server
     drops the connection within seconds; without keepalive it would hold it for
     ever (the receiving end never writes, so nothing else would notice)."""
-    ns, link = far_host
+    ns, link, subnet = far_host
     servers = {}
     ports = []
     for name in NETWORK_TRANSPORTS:
@@ -150,10 +164,13 @@ def test_a_server_drops_the_connection_of_a_peer_whose_host_vanished(
         ports.append(str(free_port()))
         servers[name] = (context, context.bind("topo", int(ports[-1])))
     peer = subprocess.Popen(
-        ["ip", "netns", "exec", ns, sys.executable, "-c", _PEER, f"{SUBNET}.1", "1", *ports],
+        ["ip", "netns", "exec", ns, sys.executable, "-c", _PEER, f"{subnet}.1", "1", *ports],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
     try:
-        assert peer.stdout is not None and peer.stdout.readline() == "sent\n", peer.stderr
+        assert peer.stdout is not None
+        if peer.stdout.readline() != "sent\n":
+            peer.kill()
+            pytest.fail(f"the peer did not send: {peer.communicate(timeout=10)[1]}")
         for name, (_, server) in servers.items():
             assert [m.message for m in receive_until(server, 1)] == [b"from afar"], name
         run("ip", "netns", "exec", ns, "ip", "link", "set", link, "down")
