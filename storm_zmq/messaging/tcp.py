@@ -314,7 +314,13 @@ class _Server(Connection):
             time.sleep(ACCEPT_RETRY_PAUSE)
             return None
         sock.setblocking(False)
-        self._context._tune(sock)
+        try:
+            self._context._tune(sock)
+        except OSError as exc:  # an option this OS refuses: close it, keep serving
+            sock.close()
+            self.refused.record("accept", f"connection not accepted: socket options "
+                                f"refused ({exc.strerror})")
+            return None
         self.counters.accepted += 1
         return sock
 
@@ -500,6 +506,17 @@ class _Client(Connection):
         self._bytes += size
         self._last_write_at = time.monotonic()
 
+    def _tuned(self, sock: socket.socket) -> bool:
+        """Set the connection's options; False (said, rate-limited) if the OS refuses
+        one. The attempt then counts as failed and backs off: a send that took the
+        error for a lost peer retried at once, leaving a socket behind each time."""
+        try:
+            self._context._tune(sock)
+        except OSError as exc:
+            self._refused.record("tune", f"its connection: socket options refused ({exc.strerror})")
+            return False
+        return True
+
     def _connected(self, deadline: float | None) -> socket.socket:
         sock = self._sock
         if sock is not None:
@@ -524,8 +541,8 @@ class _Client(Connection):
                 self._next_attempt_at = time.monotonic() + self._link.backoff(self._attempt)
                 self._attempt += 1
                 continue
-            self._context._tune(sock)
-            if self._key is not None and not self._authenticate(sock, deadline):
+            if not self._tuned(sock) or (
+                    self._key is not None and not self._authenticate(sock, deadline)):
                 sock.close()
                 self._connect_failures += 1
                 self._next_attempt_at = time.monotonic() + self._link.backoff(self._attempt)

@@ -3,7 +3,10 @@ connections (/proc/net/tcp), not the options the code meant to set."""
 
 from __future__ import annotations
 
+import errno
+import os
 import random
+import socket
 import subprocess
 import sys
 import time
@@ -15,7 +18,7 @@ from typing import Any
 import pytest
 
 from storm_zmq.config import DEFAULTS, ConfigError, validate
-from storm_zmq.messaging import TaskMessage, load_context
+from storm_zmq.messaging import SendTimeout, TaskMessage, load_context
 from storm_zmq.messaging.settings import LinkSettings
 from tests.netns import cannot_make_namespaces, run
 
@@ -46,6 +49,72 @@ def test_an_idle_time_linux_refuses_is_a_config_error(transport: str) -> None:
 def test_keepalive_is_on_by_default_for_both_transports() -> None:
     for name in NETWORK_TRANSPORTS:
         assert LinkSettings.from_conf({}, f"storm.messaging.{name}.").keepalive_probes() == (60, 15, 4)
+
+
+def _refusing_options(context: Any) -> Any:
+    """Make `context` (tcp) fail to set socket options, as an OS that refuses one
+    would; returns the working `_tune` to put back."""
+    tune = context._tune
+
+    def refuse(sock: Any) -> None:
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    context._tune = refuse
+    return tune
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts /proc/self/fd")
+def test_a_tcp_client_whose_socket_options_are_refused_backs_off_and_leaks_nothing() -> None:
+    server_context = load_context(transport_conf("tcp"))
+    client_context = load_context(transport_conf("tcp", {"send.timeout.ms": 300}))
+    port = free_port()
+    server = server_context.bind("topo", port)
+    client = client_context.connect("topo", "127.0.0.1", port)
+    try:
+        tune = _refusing_options(client_context)
+        before = _open_descriptors()
+        with pytest.raises(SendTimeout):
+            client.send([TaskMessage(1, b"x")])
+        assert _open_descriptors() == before, "a socket per attempt was left open"
+        # backed off: a few attempts in 0.3 s (100 ms doubling), not one per loop
+        assert 1 <= client.stats()["connect_failures"] <= 4
+        client_context._tune = tune  # the OS takes them again: the next attempt works
+        client.send([TaskMessage(1, b"y")])
+        assert [m.message for m in receive_until(server, 1)] == [b"y"]
+    finally:
+        client.close()
+        server.close()
+        client_context.term()
+        server_context.term()
+
+
+def test_a_tcp_server_whose_socket_options_are_refused_closes_that_connection_and_serves_on() -> None:
+    context = load_context(transport_conf("tcp"))
+    port = free_port()
+    server = context.bind("topo", port)
+    tune = _refusing_options(context)
+    peer = socket.create_connection(("127.0.0.1", port))
+    try:
+        deadline = time.monotonic() + 10
+        while not server.stats().get("refused_accept") and time.monotonic() < deadline:
+            assert server.recv(0.05) == []  # no exception out of the receive loop
+        assert server.stats()["refused_accept"] == 1
+        assert peer.recv(1) == b""  # closed, not held
+        context._tune = tune
+        client_context = load_context(transport_conf("tcp"))
+        client = client_context.connect("topo", "127.0.0.1", port)
+        client.send([TaskMessage(1, b"after")])
+        assert [m.message for m in receive_until(server, 1)] == [b"after"]
+        client.close()
+        client_context.term()
+    finally:
+        peer.close()
+        server.close()
+        context.term()
 
 
 def _connections_on(port: int) -> list[tuple[str, int, float]]:
