@@ -6,6 +6,7 @@ missing."""
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import uuid
@@ -28,3 +29,9 @@ def cannot_make_namespaces() -> str | None:
         return f"this machine refuses `ip netns add`: {exc.stderr.strip()}"
     run("ip", "netns", "del", probe)
     return None
+
+
+def fresh_subnet() -> str:
+    """A /24 for a test's namespaces ("10.23x.y"), another each time: what a killed
+    run left behind (a namespace, a link with its address) cannot answer for it."""
+    return f"10.{random.randrange(231, 240)}.{random.randrange(1, 255)}"

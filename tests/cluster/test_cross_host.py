@@ -19,12 +19,11 @@ import pytest
 import yaml
 
 from tests.cluster.test_cluster import TOPOLOGY, all_ids_arrive, wait_for
-from tests.netns import cannot_make_namespaces, run
+from tests.netns import cannot_make_namespaces, fresh_subnet, run
 from tests.zk_fixtures import free_port
 
 pytestmark = pytest.mark.slow
 SCRIPT = Path(__file__).parents[2] / "scripts" / "zookeeper.sh"
-SUBNET = "10.231.77"  # the test hosts' own addresses, inside namespaces this test makes
 
 
 @pytest.fixture
@@ -34,12 +33,13 @@ def hosts() -> Iterator[dict[str, str]]:
     if reason:
         pytest.skip(reason)
     tag = uuid.uuid4().hex[:5]
+    subnet = fresh_subnet()
     bridge = f"szbr{tag}"
     made: list[tuple[str, ...]] = []
     try:
         run("ip", "link", "add", bridge, "type", "bridge")
         made.append(("ip", "link", "del", bridge))
-        run("ip", "addr", "add", f"{SUBNET}.1/24", "dev", bridge)
+        run("ip", "addr", "add", f"{subnet}.1/24", "dev", bridge)
         run("ip", "link", "set", bridge, "up")
         addresses = {}
         for number, name in ((2, "a"), (3, "b")):
@@ -50,11 +50,11 @@ def hosts() -> Iterator[dict[str, str]]:
             run("ip", "link", "set", outside, "master", bridge)
             run("ip", "link", "set", outside, "up")
             run("ip", "link", "set", inside, "netns", ns)
-            run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{SUBNET}.{number}/24", "dev", inside)
+            run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{subnet}.{number}/24", "dev", inside)
             run("ip", "netns", "exec", ns, "ip", "link", "set", inside, "up")
             run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
-            addresses[ns] = f"{SUBNET}.{number}"
-        addresses["bridge"] = f"{SUBNET}.1"
+            addresses[ns] = f"{subnet}.{number}"
+        addresses["bridge"] = f"{subnet}.1"
         yield addresses
     finally:
         for command in reversed(made):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -20,7 +19,7 @@ import pytest
 from storm_zmq.config import DEFAULTS, ConfigError, validate
 from storm_zmq.messaging import SendTimeout, TaskMessage, load_context
 from storm_zmq.messaging.settings import LinkSettings
-from tests.netns import cannot_make_namespaces, run
+from tests.netns import cannot_make_namespaces, fresh_subnet, run
 
 from .conftest import NETWORK_TRANSPORTS, free_port, transport_conf
 from .test_conformance import receive_until
@@ -202,7 +201,7 @@ def far_host() -> Iterator[tuple[str, str, str]]:
     if reason:
         pytest.skip(reason)
     tag = uuid.uuid4().hex[:5]
-    subnet = f"10.232.{random.randrange(1, 255)}"
+    subnet = fresh_subnet()
     ns, outside, inside = f"szka{tag}", f"szka{tag}o", f"szka{tag}i"
     run("ip", "netns", "add", ns)
     try:
