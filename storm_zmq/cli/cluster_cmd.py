@@ -125,6 +125,7 @@ def _daemon(args: argparse.Namespace, factory: Any) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     conf = load_config_from_args(args)
     from storm_zmq.cluster.state import ClusterUnavailable
+    from storm_zmq.cluster.supervisor import LocalDirInUse
 
     daemon = factory(conf)
 
@@ -137,7 +138,7 @@ def _daemon(args: argparse.Namespace, factory: Any) -> int:
     signal.signal(signal.SIGINT, stop)
     try:
         return daemon.run()
-    except ClusterUnavailable as exc:
+    except (ClusterUnavailable, LocalDirInUse) as exc:
         raise UsageError(str(exc)) from None
 
 

@@ -28,6 +28,7 @@ directories of topologies this host no longer runs are removed; logs are kept.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -77,6 +78,10 @@ def local_hostname(conf: dict[str, Any]) -> str:
     return conf.get("storm.local.hostname") or socket.gethostname()
 
 
+class LocalDirInUse(Exception):
+    """Another live supervisor holds this supervisor's `storm.local.dir`."""
+
+
 class Supervisor:
     def __init__(self, conf: dict[str, Any]) -> None:
         self.conf = conf
@@ -99,6 +104,7 @@ class Supervisor:
         self._next_pinning_check = 0.0
         self.logs_dir = self.local_dir / "logs"
         self.logviewer: LogViewer | None = None
+        self._local_dir_lock: int | None = None  # _lock_local_dir
 
     def _stable_id(self) -> str:
         path = self.local_dir / "supervisor" / "id"
@@ -108,6 +114,7 @@ class Supervisor:
         return path.read_text().strip()
 
     def run(self) -> int:
+        self._lock_local_dir()
         self.state.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000)
         self._kill_leftover_workers()
         self.logviewer = start_logviewer(self.conf, self.logs_dir)
@@ -135,6 +142,31 @@ class Supervisor:
         self.shutdown()
         return 0
 
+    def _lock_local_dir(self) -> None:
+        """Hold `storm.local.dir` for as long as this process lives, or refuse.
+
+        Why: a second supervisor started with the first one's `storm.local.dir` (a
+        forgotten `-o`) took its id, SIGKILLed its running workers as leftovers of
+        a previous run and removed their directories, so each relaunch failed. The
+        lock is an flock, released when the process ends however it ends, and not
+        inherited by workers (Python's descriptors are not), so a supervisor
+        restarted after a crash gets it while its old workers still run."""
+        path = self.local_dir / "supervisor" / "lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise LocalDirInUse(
+                f"storm.local.dir {self.local_dir} is in use by another supervisor (pid "
+                f"{holder}); give each supervisor on a host its own storm.local.dir "
+                "(and its own supervisor.slots.ports)") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._local_dir_lock = fd
+
     def _register(self) -> None:
         self.state.register_supervisor(self.id, {
             "host": self.host, "ports": self.ports, "time": time.time(),
@@ -151,6 +183,9 @@ class Supervisor:
         if self.logviewer is not None:
             self.logviewer.stop()
         self.state.stop()
+        if self._local_dir_lock is not None:
+            os.close(self._local_dir_lock)  # releases the flock
+            self._local_dir_lock = None
 
     # -- reconciling ---------------------------------------------------------------
 

@@ -268,6 +268,34 @@ def test_an_unreachable_zookeeper_is_a_clear_error(tmp_path: Path) -> None:
     assert "127.0.0.1" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_a_second_supervisor_on_a_local_dir_in_use_refuses_and_harms_nothing(
+        cluster: Cluster) -> None:
+    # it took the first one's id, killed its workers as "leftovers" and removed
+    # their directories (a new user's forgotten -o storm.local.dir)
+    cluster.start("nimbus", "nimbus")
+    cluster.supervisor("s1", slots=2)
+    cluster.submit(count=10**6, rate=200)  # two workers
+    wait_for(lambda: len(cluster.worker_pids("s1")) == 2, "the workers of s1")
+    workers = sorted(cluster.worker_pids("s1"))
+    second = cluster.cli("supervisor", "-o", f"storm.local.dir={cluster.tmp / 's1'}",
+                         "-o", f"supervisor.slots.ports=[{free_port()}]", check=False)
+    assert second.returncode == 2, second.stderr
+    assert f"storm.local.dir {(cluster.tmp / 's1').resolve()} is in use by another supervisor" \
+        in second.stderr and "Traceback" not in second.stderr
+    for worker in workers:
+        os.kill(worker, 0)  # still running
+    assert sorted(cluster.worker_pids("s1")) == workers
+    # once the first one has stopped, the directory is free again
+    first = cluster.processes.pop("s1")
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(30) == 0
+    supervisor_id = (cluster.tmp / "s1" / "supervisor" / "id").read_text().strip()
+    cluster.start("s1-again", "supervisor", "-o", f"storm.local.dir={cluster.tmp / 's1'}",
+                  "-o", f"supervisor.slots.ports=[{free_port()}]")
+    with ClusterState(cluster.zk_conf).start(timeout=10) as state:
+        wait_for(lambda: supervisor_id in state.supervisors(), "the supervisor on s1's dir again")
+
+
 def test_deactivate_activate_and_rebalance(cluster: Cluster) -> None:
     cluster.start("nimbus", "nimbus")
     cluster.supervisor("s1")
