@@ -37,6 +37,11 @@ def show_stats(args: argparse.Namespace) -> int:
     from storm_zmq.metrics.sources import ClusterSource, UnknownTopology
     from storm_zmq.metrics.text import format_component, format_summary
 
+    if args.component is not None and _looks_like_a_config_file(args.component):
+        # every other command's -c is the config file: say so before waiting on a
+        # ZooKeeper the default config names
+        raise UsageError(f"-c {args.component}: in stats, -c is the component (as in "
+                         "streamparse's sparse stats -c); give the config file with --config")
     conf = load_config_from_args(args)
     quiet_kazoo()
     try:
@@ -68,3 +73,9 @@ def show_stats(args: argparse.Namespace) -> int:
     else:
         print(format_summary(summary))
     return 0
+
+
+def _looks_like_a_config_file(component: str) -> bool:
+    """A component name is a Python identifier-like name; a path ending in .yaml is
+    a user who meant the config file, as `-c` is everywhere else."""
+    return component.endswith((".yaml", ".yml")) or "/" in component

@@ -114,10 +114,9 @@ def test_unknown_names_are_one_line_errors(topology: ClusterState, conf_file: Pa
     code, _, err = run(capsys, "nope", "--config", str(conf_file))
     assert code == 2
     assert err == "storm-zmq: error: no running topology named 'nope' (running: wc)\n"
-    # -c is the component: a config file there is taken as a component name
-    code, _, err = run(capsys, "wc", "-c", str(conf_file), "--config", str(conf_file))
+    code, _, err = run(capsys, "wc", "-c", "counter", "--config", str(conf_file))
     assert code == 2
-    assert err == (f"storm-zmq: error: topology wc has no component {str(conf_file)!r} "
+    assert err == ("storm-zmq: error: topology wc has no component 'counter' "
                    "(it has sentences, split, count)\n")
 
 
@@ -163,6 +162,16 @@ def test_zookeeper_unreachable_is_one_clear_line(tmp_path: Path,
     assert code == 2 and time.monotonic() - started < 10
     assert err.startswith("storm-zmq: error: cannot reach ZooKeeper at 127.0.0.1:")
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("value", ["/etc/storm/storm.yaml", "common.yml", "conf/storm"])
+def test_a_config_file_given_with_c_is_told_apart_at_once(
+        value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # everywhere else -c is the config file: it waited 15 s on the default ZooKeeper
+    started = time.monotonic()
+    code, _, err = run(capsys, "wc", "-c", value)
+    assert code == 2 and time.monotonic() - started < 2
+    assert f"-c {value}: in stats, -c is the component" in err and "--config" in err
 
 
 def test_a_closed_stdout_ends_it_quietly(topology: ClusterState, conf_file: Path,
