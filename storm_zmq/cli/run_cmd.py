@@ -31,7 +31,7 @@ def add_parser(subparsers: Any) -> None:
                         help="worker processes (default: topology.workers)")
     parser.add_argument("--transport", choices=sorted(TRANSPORT_ALIASES), default=None,
                         help="override storm.messaging.transport")
-    parser.add_argument("-n", "--name", default=None,
+    parser.add_argument("-n", "--name", "--class", dest="name", default=None,
                         help="the Topology class to run when the file defines several")
     parser.add_argument("-d", "--debug", action="store_true",
                         help="topology.debug: log every emit (component, task, stream)")

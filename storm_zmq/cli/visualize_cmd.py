@@ -38,7 +38,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("-f", "--format", choices=FORMATS, default=None,
                         help="dot or mermaid (default: from OUT's suffix "
                              f"{sorted(SUFFIX_FORMATS)}, else dot)")
-    parser.add_argument("-n", "--name", default=None,
+    parser.add_argument("-n", "--name", "--class", dest="name", default=None,
                         help="the Topology class when the file defines several")
     parser.add_argument("-o", "--output", metavar="OUT", default=None,
                         help="write to OUT instead of standard output; an image suffix "

@@ -142,7 +142,7 @@ def _pick_topology(file: Path, module: ModuleType, name: str | None) -> type[Top
         if len(found) > 1:
             raise TopologyError(
                 f"{file}: defines several topologies ({', '.join(t.name for t in found)}); "
-                "say which one by name"
+                "say which one with --class NAME"
             )
         return found[0]
     for topology in found:

@@ -73,6 +73,7 @@ def run_in_process(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple
         (["run", "no/such/topology.py"], "topology file not found: "),
         (["run", str(WORDCOUNT.parent)], f"{WORDCOUNT.parent.resolve()} is a directory, not a topology file"),
         (["run", str(WORDCOUNT), "-n", "Nope"], "no topology named 'Nope' (it defines FiniteWordCount)"),
+        (["run", str(WORDCOUNT), "--class", "Nope"], "no topology named 'Nope' (it defines FiniteWordCount)"),
         (["run", str(WORDCOUNT), "-w", "3", "-o", "supervisor.slots.ports=[7001,7002]"],
          "3 workers need 3 ports, but supervisor.slots.ports has 2"),
         (["run", str(WORDCOUNT), "--ui", "--ui-port", "70000"],

@@ -44,6 +44,12 @@ def test_several_topologies_in_a_file_are_picked_with_name(
         "class Two(Topology):\n    s = S.spec()\n    b = B.spec(inputs=[s])\n")
     assert main(["visualize", str(file), "-n", "Two"]) == 0
     assert '"s" -> "b"' in capsys.readouterr().out
+    # --class, as submit spells it (its -n is the name to submit under)
+    assert main(["visualize", str(file), "--class", "Two"]) == 0
+    assert '"s" -> "b"' in capsys.readouterr().out
+    assert main(["visualize", str(file)]) == 2
+    assert "defines several topologies (One, Two); say which one with --class NAME" in \
+        capsys.readouterr().err
 
 
 def test_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -211,7 +211,7 @@ class Second(Topology):
     with pytest.raises(TopologyError) as info:
         load_topology(file)
     assert str(info.value) == (
-        f"{file}: defines several topologies (WordCount, second); say which one by name"
+        f"{file}: defines several topologies (WordCount, second); say which one with --class NAME"
     )
     assert load_topology(file, "WordCount").name == "WordCount"
     assert load_topology(file, "second").__name__ == "Second"
