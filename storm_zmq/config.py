@@ -314,6 +314,13 @@ SCHEMA: dict[str, Setting] = {
         "idles, and send less to tasks of a worker short of CPU (docs/architecture.md, "
         "\"Load-aware shuffles\", \"CPU-aware weights\")."),
     "topology.debug": Setting(False, "bool", "Log every emitted tuple."),
+    "topology.error.throttle.interval.secs": Setting(
+        10, "int", "The interval of topology.max.error.report.per.interval.", minimum=1),
+    "topology.max.error.report.per.interval": Setting(
+        5, "int", "Errors a task reports (raise_exception, exit_on_exception off) that are "
+        "logged with their traceback and shown in stats and the UI, per "
+        "topology.error.throttle.interval.secs; the rest are counted (errors_reported) "
+        "and said once per interval, as Storm throttles them.", minimum=1),
     "topology.name": Setting(
         None, "str", "The topology's name, as Storm sets it: `submit` (its -n, else the "
         "topology's name) and `run` set it; a component reads it as "

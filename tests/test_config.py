@@ -157,6 +157,8 @@ def test_defaults_are_storms_names_and_values() -> None:
         "topology.tick.tuple.freq.secs": None,
         "topology.disable.loadaware.messaging": False,
         "topology.debug": False,
+        "topology.error.throttle.interval.secs": 10,
+        "topology.max.error.report.per.interval": 5,
         "topology.name": None,
         "topology.testing.always.try.serialize": False,
         "topology.stats.sample.rate": 0.05,

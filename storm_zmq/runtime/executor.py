@@ -56,6 +56,7 @@ from storm_zmq.runtime.acking import (
     spout_emit_ids,
 )
 from storm_zmq.runtime.assignment import ACKER, ExecutorAssignment
+from storm_zmq.runtime.error_throttle import ErrorThrottle
 from storm_zmq.runtime.held import HeldBatch, HeldOutput
 from storm_zmq.runtime.queues import BatchQueue, QueueClosed
 from storm_zmq.runtime.serialization import (
@@ -167,6 +168,7 @@ class TaskCollector:
         self._component = executor.component
         self._is_spout = executor.is_spout
         self._bolt: Bolt | None = None  # whose auto-anchors emit resolves
+        self._error_throttle: ErrorThrottle | None = None  # report_error's, made then
 
     def bind(self, component: Any) -> None:
         """Give a bolt this collector's `emit` and `ack` as its own (instance
@@ -293,11 +295,30 @@ class TaskCollector:
                 self._executor._send_to_acker(self._task, ACKER_FAIL_STREAM_ID, root, (root,))
 
     def report_error(self, exc: BaseException, tup: Tuple | None) -> None:
-        self._executor.errors_reported += 1
+        """Count every error; write out (log with traceback, keep for stats and the
+        UI) as many as the task's `ErrorThrottle` lets through."""
+        executor = self._executor
+        executor.errors_reported += 1
+        throttle = self._error_throttle
+        if throttle is None:
+            conf = executor.worker.component_conf(self._component)
+            throttle = self._error_throttle = ErrorThrottle(
+                int(conf["topology.max.error.report.per.interval"]),
+                float(conf["topology.error.throttle.interval.secs"]))
+        verdict = throttle.admit(time.monotonic())
+        if not verdict.write:
+            if verdict.first_held:
+                log.error("component %r task %d: more than %d errors in %g s; the rest of "
+                          "this interval are counted, not logged "
+                          "(topology.max.error.report.per.interval, "
+                          "topology.error.throttle.interval.secs)", self._component,
+                          self._task, throttle.limit, throttle.interval)
+            return
         text = "".join(traceback.format_exception(exc))
-        self._executor.worker.record_error(self._component, self._task, text)
-        log.error("component %r task %d reported an error%s:\n%s", self._component, self._task,
-                  f" on tuple {tup!r}" if tup is not None else "", text)
+        executor.worker.record_error(self._component, self._task, text)
+        held = f" ({verdict.held_before:,} more since the last one shown)" if verdict.held_before else ""
+        log.error("component %r task %d reported an error%s%s:\n%s", self._component, self._task,
+                  f" on tuple {tup!r}" if tup is not None else "", held, text)
 
     def report_exhausted(self) -> None:
         self._executor._exhausted_tasks.add(self._task)

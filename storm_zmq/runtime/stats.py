@@ -171,7 +171,8 @@ class RunStats:
         reported = {name: t["errors_reported"] for name, t in totals.items() if t["errors_reported"]}
         if reported:  # raise_exception, or exit_on_exception off: the run went on
             counts = ", ".join(f"{name} {n:,}" for name, n in reported.items())
-            lines.append(f"  errors reported: {counts} (tracebacks in the log above)")
+            lines.append(f"  errors reported: {counts} (tracebacks in the log above, up to "
+                         "topology.max.error.report.per.interval a task per interval)")
         return "\n".join(lines)
 
 
