@@ -229,8 +229,13 @@ def component_session(base: Any, conf: Mapping[str, Any], app_name: str) -> tupl
     for key, value in spark_conf(conf, app_name).items():
         if session.conf.isModifiable(key):
             session.conf.set(key, value)
-        elif key in conf and context_conf.get(key, None) not in (None, value):
-            ignored.append(f"{key}={value} (the context has {context_conf.get(key)})")
+        elif key in conf and context_conf.get(key, None) != value:
+            # unset in the context is Spark's default, not this spout's value: a
+            # connector in one spout's spark.jars.packages vanished without a word
+            # when another spout had started the context without it
+            have = context_conf.get(key, None)
+            has = "it unset: Spark's default" if have is None else have
+            ignored.append(f"{key}={value} (the context has {has})")
     return session, ignored
 
 

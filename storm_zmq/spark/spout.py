@@ -134,6 +134,9 @@ class SparkSpout(Spout):
         cls, name: str | None = None, par: int | None = None, config: dict[str, Any] | None = None,
         num_tasks: int | None = None,
     ) -> ComponentSpec:
+        problem = _attribute_problem(cls)
+        if problem:
+            raise SparkSpoutError(f"{cls.__name__}.{problem}")
         if _declared_fields(cls) is None:
             cls.outputs = _derive_columns(cls, config if config is not None else getattr(cls, "config", None))
             cls._outputs_from_source = True
@@ -147,8 +150,9 @@ class SparkSpout(Spout):
         self.task_index, self.task_count = task_index(context)
         name = self.component_name or context.get("componentid") or type(self).__name__
         self.who = f"spark spout {name!r} task {context.get('taskid', self.task_id)}"
-        if self.fetch not in FETCH_MODES:
-            raise SparkSpoutError(f"{self.who}: fetch must be one of {FETCH_MODES}, got {self.fetch!r}")
+        problem = _attribute_problem(self)
+        if problem:
+            raise SparkSpoutError(f"{self.who}: {problem}")
         max_pending = storm_conf.get("topology.max.spout.pending")
         self._max_pending: int | None = int(max_pending) if max_pending else None
         if self.reliable and self._max_pending is None:
@@ -231,10 +235,10 @@ class SparkSpout(Spout):
             # stopped before the end (-t, Ctrl-C, kill): what got through, since a new
             # run starts again from the first row (there is no resume)
             done = [p for p in ledger.partitions if ledger.is_done(p)]
+            progress = self.progress_line().removeprefix(f"{self.who}: ")
             self.logger.warning(
                 "%s: stopped before the end: %s; partitions done: %s; a new run starts from "
-                "the first row", self.who, self.progress_line(),
-                describe_partitions(done) or "none")
+                "the first row", self.who, progress, describe_partitions(done) or "none")
         with _session_lock:
             _session_users -= 1
             last = _session_users == 0 and _session_created
@@ -489,6 +493,11 @@ def shape_dataframe(df: Any, fields: Sequence[str], who: str) -> Any:
                     f"but {moved} {'is a column' if len(moved) == 1 else 'are columns'} at "
                     "another position: name columns to select them, or new names to rename all"
                 )
+            # types are checked under source()'s names, the ones the user can cast
+            problems = column_problems(df.schema)
+            if problems:
+                raise SparkSpoutError(f"{who}: " + "; ".join(problems) + f" (outputs rename "
+                                      f"the columns {columns} to {list(fields)})")
             df = df.toDF(*fields)
         else:
             raise SparkSpoutError(
@@ -505,6 +514,25 @@ def shape_dataframe(df: Any, fields: Sequence[str], who: str) -> Any:
                     "reach them (by position it can); alias them in source() or declare "
                     "`outputs`", who, unreachable)
     return df
+
+
+def _attribute_problem(spout: Any) -> str | None:
+    """What is wrong with a spout's settings (class attributes), or None. Checked when
+    the topology is built, so that a mistake stops `run`/`submit` with one line
+    instead of a run that idles (``emit_batch = -1`` emitted nothing, silently) or
+    gives up on every row at once (``max_fails = -1``)."""
+    if spout.fetch not in FETCH_MODES:
+        return f"fetch must be one of {FETCH_MODES}, got {spout.fetch!r}"
+    emit_batch = spout.emit_batch
+    if emit_batch is not None and (type(emit_batch) is not int or emit_batch < 1):
+        return f"emit_batch must be a whole number of rows, at least 1 (or None), got {emit_batch!r}"
+    max_fails = spout.max_fails
+    if max_fails is not None and (type(max_fails) is not int or max_fails < 0):
+        return f"max_fails must be None (replay until acked) or a count of replays >= 0, got {max_fails!r}"
+    progress = spout.progress_secs
+    if isinstance(progress, bool) or not isinstance(progress, (int, float)) or not progress >= 0:
+        return f"progress_secs must be a number of seconds, 0 or more, got {progress!r}"
+    return None
 
 
 def _declared_fields(cls: type) -> list[str] | None:

@@ -146,6 +146,14 @@ def test_a_column_a_tuple_cannot_carry_is_refused_up_front(spark: Any, column: s
     with pytest.raises(SparkSpoutError, match=rf"spark spout Undeclared: column '{name}' has .*msgpack has no {kind}"):
         Undeclared.spec()
 
+    class Renamed(Typed):  # named as in source(), where it can be cast, not as renamed
+        outputs = ["first", "second"]
+
+    with pytest.raises(SparkSpoutError, match=rf"column '{name}' has .*msgpack has no {kind}; cast "
+                       rf"it in source\(\).* \(outputs rename the columns \['ok', '{name}'\] to "
+                       r"\['first', 'second'\]\)"):
+        SpoutHarness(Renamed, name="renamed")
+
 
 def test_a_source_that_raises_names_the_spout_and_the_cause(spark: Any) -> None:
     class Broken(SparkSpout):
@@ -306,3 +314,24 @@ def test_a_spout_stopped_before_the_end_says_what_got_through(
         harness.component.cleanup()  # as a run stopped by -t does
     assert re.search(r"spark spout 'numbers' task 1: stopped before the end: .*partitions done: 0"
                      r".*a new run starts from the first row", caplog.text), caplog.text
+    assert caplog.text.count("spark spout 'numbers' task 1") == 1, "the task named once"
+
+
+def test_static_settings_the_running_context_does_not_have_are_named(spark: Any) -> None:
+    # a package one spout needs, missing from the context another spout started,
+    # vanished without a word (only settings the context had set otherwise were named)
+    from storm_zmq.spark.session import component_session
+
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    session, ignored = component_session(spark, {
+        "spark.master": "local[2]",  # what the context has: not named
+        "spark.jars.packages": "org.example:connector:1.0",  # the context has none
+        "spark.executor.memory": "3g",
+        "spark.sql.shuffle.partitions": 7,  # a session's own: applied, not named
+    }, "app")
+    assert ignored == [
+        "spark.jars.packages=org.example:connector:1.0 (the context has it unset: Spark's default)",
+        "spark.executor.memory=3g (the context has it unset: Spark's default)",
+    ]
+    assert session.conf.get("spark.sql.shuffle.partitions") == "7"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == before  # the others' untouched

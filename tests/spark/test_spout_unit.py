@@ -280,3 +280,28 @@ def test_column_types_a_tuple_cannot_carry_are_found_from_the_schema() -> None:
     assert len(problems) == 2
     assert problems[0].startswith("column 'listkeys' has type map<array<int>,string>, whose keys")
     assert problems[1].startswith("column 'when' has type array<interval day to second>: it contains")
+
+
+@pytest.mark.parametrize(("attribute", "value", "says"), [
+    ("emit_batch", -1, "emit_batch must be a whole number of rows, at least 1 (or None), got -1"),
+    ("emit_batch", 0, "emit_batch must be a whole number of rows, at least 1"),
+    ("emit_batch", 2.5, "emit_batch must be a whole number of rows"),
+    ("max_fails", -1, "max_fails must be None (replay until acked) or a count of replays >= 0, got -1"),
+    ("fetch", "fast", "fetch must be one of"),
+    ("progress_secs", -5, "progress_secs must be a number of seconds, 0 or more, got -5"),
+])
+def test_settings_a_spout_cannot_use_stop_the_topology_being_built(
+        attribute: str, value: Any, says: str) -> None:
+    # emit_batch -1 idled the whole run and exited 0; max_fails -1 gave up every row at once
+    spout_class = type("Misset", (MemorySpout,), {attribute: value})
+    with pytest.raises(SparkSpoutError, match=rf"^Misset\.{attribute} must"):
+        spout_class.spec()
+    with pytest.raises(SparkSpoutError) as info:
+        spout_class.spec()
+    assert says in str(info.value)
+
+
+def test_the_settings_a_spout_may_use_are_accepted() -> None:
+    for attributes in ({"emit_batch": 1, "max_fails": 0, "progress_secs": 0},
+                       {"emit_batch": None, "max_fails": None, "fetch": "rows"}):
+        type("Fine", (MemorySpout,), attributes).spec()
