@@ -32,6 +32,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -49,10 +50,18 @@ from storm_zmq.cluster.logviewer import LogViewer, start_logviewer
 from storm_zmq.cluster.package import MARKER_NAME, unpack_package
 from storm_zmq.cluster.state import ClusterState, impatient_zookeeper_conf
 from storm_zmq.cluster.worker import slots_of
-from storm_zmq.logs import open_worker_output, worker_log_path
+from storm_zmq.logs import open_worker_output, worker_log_path, worker_output_name
 from storm_zmq.runtime.tuning import HOST_SLOT_KEY, host_slot, host_slots, slot_cpu
 
 log = logging.getLogger(__name__)
+
+#: A worker that keeps dying before its first heartbeat is said to at WARNING the
+#: first time and every this many times in a row after (a launch every round:
+#: about once a minute with supervisor.monitor.frequency.secs 3).
+EXIT_REPORT_EVERY = 20
+#: How much of the end of a worker's log is searched for the exception it died of.
+LOG_TAIL_BYTES = 16384
+_EXCEPTION_LINE = re.compile(r"\b([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Refused)): (.+)$")
 
 #: How often a supervisor with pinned workers reads its host's supervisors again to
 #: tell whether a worker's CPU is still its own (it reads them at every launch too).
@@ -105,6 +114,7 @@ class Supervisor:
         self.logs_dir = self.local_dir / "logs"
         self.logviewer: LogViewer | None = None
         self._local_dir_lock: int | None = None  # _lock_local_dir
+        self._exit_streaks: dict[int, int] = {}  # port -> deaths in a row (_note_exit)
 
     def _stable_id(self) -> str:
         path = self.local_dir / "supervisor" / "id"
@@ -213,6 +223,7 @@ class Supervisor:
             reason = self._needs_restart(worker) if worker is not None else "assigned"
             if reason:
                 if worker is not None:
+                    self._note_exit(worker)
                     self._stop_worker(port, reason, force=True)
                 try:
                     self._launch(port, topology_id, index, assignment, record, reason)
@@ -277,11 +288,36 @@ class Supervisor:
             if directory.is_dir() and directory.name not in topologies:
                 shutil.rmtree(directory, ignore_errors=True)
 
+    def _note_exit(self, worker: RunningWorker) -> None:
+        """Say why a worker died, at WARNING, with the exception it died of from the
+        end of its log: the first time, and every EXIT_REPORT_EVERY-th time in a row
+        while it dies before its first heartbeat. A worker that could not bind its
+        port, or whose topology raised at start, was relaunched every round with
+        only an INFO line, the cause in its own log alone."""
+        code = worker.process.poll()
+        if code is None or code == 0:
+            return
+        if (worker.directory / "heartbeat").exists():  # it ran: a new streak
+            streak = 1
+        else:
+            streak = self._exit_streaks.get(worker.port, 0) + 1
+        self._exit_streaks[worker.port] = streak
+        if streak != 1 and streak % EXIT_REPORT_EVERY:
+            return
+        logs = [worker_log_path(self.logs_dir, worker.topology_id, worker.port),
+                self.logs_dir / worker_output_name(worker.topology_id, worker.port)]
+        cause = last_exception_line(logs) or "no exception in its log"
+        log.warning("worker %d of %s on port %d exited with code %d%s: %s (see %s); "
+                    "relaunching it", worker.index, worker.topology_id, worker.port, code,
+                    f", {streak} times in a row before its first heartbeat" if streak > 1 else "",
+                    cause, logs[0])
+
     def _restart_dead_workers(self) -> None:
         """Without ZooKeeper: keep the current assignment alive."""
         for port, worker in list(self.workers.items()):
             reason = self._needs_restart(worker)
             if reason:
+                self._note_exit(worker)
                 launch = json.loads((worker.directory / "launch.json").read_text())
                 self._stop_worker(port, reason, force=True)
                 self._spawn(port, worker.topology_id, worker.index, worker.directory, launch, reason)
@@ -421,6 +457,21 @@ def worker_conf(record: dict[str, Any], host_conf: dict[str, Any]) -> dict[str, 
             if key.startswith(HOST_PREFIXES)
             and not (key.startswith("storm.messaging.") and key in chosen)}
     return {**record["conf"], **host}
+
+
+def last_exception_line(paths: list[Path]) -> str | None:
+    """``Type: message`` of the last exception in the ends of these log files (the
+    most recently written first), whatever prefix a log line puts before it."""
+    existing = [p for p in paths if p.exists()]
+    for path in sorted(existing, key=lambda p: p.stat().st_mtime, reverse=True):
+        with open(path, "rb") as stream:
+            stream.seek(max(0, path.stat().st_size - LOG_TAIL_BYTES))
+            lines = stream.read().decode(errors="replace").splitlines()
+        for line in reversed(lines):
+            match = _EXCEPTION_LINE.search(line)
+            if match:
+                return f"{match.group(1)}: {match.group(2).strip()}"
+    return None
 
 
 def settings_the_hosts_decide(chosen: Iterable[str]) -> list[str]:

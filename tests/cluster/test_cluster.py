@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -294,6 +295,26 @@ def test_a_second_supervisor_on_a_local_dir_in_use_refuses_and_harms_nothing(
                   "-o", f"supervisor.slots.ports=[{free_port()}]")
     with ClusterState(cluster.zk_conf).start(timeout=10) as state:
         wait_for(lambda: supervisor_id in state.supervisors(), "the supervisor on s1's dir again")
+
+
+def test_a_worker_that_cannot_start_is_said_to_with_its_cause(cluster: Cluster) -> None:
+    # relaunched every round with an INFO line; the cause only in its own log
+    cluster.start("nimbus", "nimbus")
+    cluster.supervisor("s1", slots=1)
+    with ClusterState(cluster.zk_conf).start(timeout=10) as state:
+        (info,) = state.supervisors().values()
+    (slot,) = info["ports"]
+    with socket.socket() as holder:  # something else has the slot's port
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(("0.0.0.0", slot))
+        holder.listen()
+        cluster.cli("submit", str(TOPOLOGY), "-w", "1", "-o", "test.count=10",
+                    "-o", f"test.output_dir={cluster.output}")
+        wait_for(lambda: "exited with code 1: " in cluster.log("s1")
+                 and f"cannot bind port {slot}" in cluster.log("s1"),
+                 "the supervisor saying why its worker died", timeout=60)
+    line = next(line for line in cluster.log("s1").splitlines() if "exited with code 1" in line)
+    assert " WARNING " in line and "relaunching it" in line
 
 
 def test_deactivate_activate_and_rebalance(cluster: Cluster) -> None:

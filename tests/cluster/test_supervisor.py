@@ -55,3 +55,25 @@ def test_the_settings_the_hosts_decide_are_worker_and_slot_settings() -> None:
     conf = worker_conf(record({"worker.cpu.pinning": True, "worker.log.backups": 9,
                                "supervisor.slots.ports": [1]}, chosen), host)
     assert [conf[key] for key in settings_the_hosts_decide(chosen)] == [[6800], False, 2]
+
+
+def test_the_last_exception_of_a_workers_logs_is_found_under_any_prefix(tmp_path) -> None:
+    import os
+
+    from storm_zmq.cluster.supervisor import last_exception_line
+
+    log = tmp_path / "w.log"
+    log.write_text("2026-11-27 04:50:00,000 worker-0 INFO started\n"
+                   "2026-11-27 04:50:01,000 worker-0 WARNING STDERR: Traceback (most recent call last):\n"
+                   "2026-11-27 04:50:01,000 worker-0 WARNING STDERR:   File \"x.py\", line 1\n"
+                   "2026-11-27 04:50:01,000 worker-0 WARNING STDERR: storm_zmq.messaging.base."
+                   "TransportError: cannot bind port 6801: Address already in use\n"
+                   "2026-11-27 04:50:01,001 worker-0 INFO stopping\n")
+    out = tmp_path / "w.out"
+    out.write_text("ValueError: an older one\n")
+    os.utime(out, (1, 1))  # written before the log
+    assert last_exception_line([out, log]) == (
+        "storm_zmq.messaging.base.TransportError: cannot bind port 6801: Address already in use")
+    assert last_exception_line([tmp_path / "missing.log"]) is None
+    log.write_text("nothing went wrong\n")
+    assert last_exception_line([out, log]) == "ValueError: an older one"  # the other file's
