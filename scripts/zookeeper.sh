@@ -122,5 +122,5 @@ case "$command" in
     stop) stop ;;
     status)
         if answers; then echo "zookeeper answers on port $port"; else echo "zookeeper does not answer on port $port"; exit 1; fi ;;
-    *) echo "usage: scripts/zookeeper.sh start|stop|status [--port P] [--dir D]" >&2; exit 2 ;;
+    *) echo "usage: scripts/zookeeper.sh start|stop|status [--port P] [--dir D] [--bind ADDRESS]" >&2; exit 2 ;;
 esac
