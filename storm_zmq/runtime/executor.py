@@ -40,6 +40,7 @@ from storm_zmq.component import (
     check_emitted_values,
     report_and_carry_on,
 )
+from storm_zmq.config import DEFAULTS
 from storm_zmq.messaging.base import TaskMessage
 from storm_zmq.runtime.acking import (
     ACKER_ACK_STREAM_ID,
@@ -301,7 +302,8 @@ class TaskCollector:
         executor.errors_reported += 1
         throttle = self._error_throttle
         if throttle is None:
-            conf = executor.worker.component_conf(self._component)
+            # (a topology submitted by an older storm-zmq has no such keys)
+            conf = {**_ERROR_THROTTLE_DEFAULTS, **executor.worker.component_conf(self._component)}
             throttle = self._error_throttle = ErrorThrottle(
                 int(conf["topology.max.error.report.per.interval"]),
                 float(conf["topology.error.throttle.interval.secs"]))
@@ -322,6 +324,10 @@ class TaskCollector:
 
     def report_exhausted(self) -> None:
         self._executor._exhausted_tasks.add(self._task)
+
+
+_ERROR_THROTTLE_DEFAULTS = {key: DEFAULTS[key] for key in (
+    "topology.max.error.report.per.interval", "topology.error.throttle.interval.secs")}
 
 
 def _id_of(tup: Any) -> Any:

@@ -954,3 +954,27 @@ def test_trees_timing_out_with_nothing_bounding_what_is_in_flight_are_said_once(
         assert spout.failed == round_ + 1
     said = [r.getMessage() for r in caplog.records if "max.spout.pending is not set" in r.getMessage()]
     assert len(said) == (1 if max_pending is None else 0)
+
+
+@pytest.mark.parametrize("conf_has_the_keys", [True, False], ids=["conf", "older record"])
+def test_reported_errors_past_the_throttle_are_counted_not_written(
+    conf_has_the_keys: bool, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Storm's error throttle in the collector: 5 (the default) written an interval,
+    the rest counted and said once; a conf without the keys (a topology submitted by
+    an older storm-zmq) gets the defaults."""
+    state, executors = one_worker(acking=False)
+    if not conf_has_the_keys:
+        for key in ("topology.max.error.report.per.interval", "topology.error.throttle.interval.secs"):
+            del state.conf[key]
+    count = executors["count_bolt"]
+    (task, bolt) = next(iter(count.components.items()))
+    with caplog.at_level("ERROR"):
+        for n in range(12):
+            bolt.raise_exception(RuntimeError(f"boom{n}"))
+    assert count.errors_reported == 12
+    assert len(state.errors) == 5  # kept for stats and the UI
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("reported an error" in m for m in messages) == 5
+    assert sum("more than 5 errors in 10 s" in m for m in messages) == 1
+    assert "RuntimeError: boom4" in messages[4] and "boom5" not in "".join(messages)
