@@ -174,6 +174,31 @@ def _cluster_slots(state: Any) -> int:
     return sum(len(info.get("ports") or ()) for info in state.supervisors().values())
 
 
+def _free_slots(state: Any, but: str | None = None) -> int:
+    """Worker slots of registered supervisors that no topology's assignment holds
+    (topology `but`'s aside)."""
+    from storm_zmq.cluster.worker import slots_of
+
+    held = set()
+    for topology_id in state.assignments():
+        if topology_id == but:
+            continue
+        assignment = state.get_assignment(topology_id)
+        if assignment is not None:
+            held.update((supervisor, port) for supervisor, _, port in slots_of(assignment))
+    return sum(1 for supervisor, info in state.supervisors().items()
+               for port in info.get("ports") or () if (supervisor, int(port)) not in held)
+
+
+def _warn_if_few_are_free(free: int, slots: int, workers: int, name: str) -> None:
+    """The cluster has the slots, but other topologies hold them: nimbus waits, and
+    said so only in its own log."""
+    if free < workers <= slots:
+        print(f"warning: {name!r} needs {workers} worker slots and {free} of the cluster's "
+              f"{slots} are free: it waits until enough are (kill or rebalance another "
+              "topology, or add supervisors)", file=sys.stderr)
+
+
 def _warn_if_short_of_slots(slots: int, workers: int, name: str) -> None:
     """Nimbus assigns a topology all its workers or none: more than the cluster has
     would wait, silently, until supervisors with enough slots join."""
@@ -319,6 +344,7 @@ def submit_topology(args: argparse.Namespace) -> int:
             "conf_set": conf_set,
         })
         leads, slots = _nimbus_leads(state), _cluster_slots(state)
+        free = _free_slots(state, but=topology_id)
     except ClusterStateError as exc:
         raise UsageError(str(exc)) from None
     finally:
@@ -326,6 +352,7 @@ def submit_topology(args: argparse.Namespace) -> int:
     print(f"submitted topology {name!r} as {topology_id} "
           f"({workers} worker{'' if workers == 1 else 's'})", flush=True)
     _warn_if_short_of_slots(slots, workers, name)
+    _warn_if_few_are_free(free, slots, workers, name)
     _warn_of_settings_the_hosts_decide(conf_set, name)
     _warn_without_nimbus(leads)
     if args.wait > 0:

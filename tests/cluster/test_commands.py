@@ -209,7 +209,7 @@ def test_more_workers_than_the_cluster_has_slots_are_warned_about(
             "all") in capsys.readouterr().err
     state.register_supervisor("s2", {"host": "h2", "ports": [6700], "time": 0})
     assert main(request("wc2")) == 0
-    assert "worker slots" not in capsys.readouterr().err
+    assert "in all" not in capsys.readouterr().err  # (for submit: "ids" holds one, see below)
 
 
 def test_submit_records_the_settings_the_topology_chose(
@@ -246,3 +246,19 @@ def test_submit_names_the_settings_the_supervisors_decide(
     # the -o storm.zookeeper.* that reach the cluster are the submit's own: no warning
     assert main(["submit", str(WORDCOUNT), "-n", "wc2", *cli_overrides(zk_conf)]) == 0
     assert "supervisor takes" not in capsys.readouterr().err
+
+
+def test_a_submit_that_other_topologies_leave_too_few_free_slots_is_warned_about(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # enough slots in all, one held by "ids": nimbus waited, saying so in its own log only
+    state = make_state()
+    topology_on_one_worker(state, "active")  # s1: ports 6700 (held by ids) and 6701
+    assert main(["submit", str(WORDCOUNT), "-n", "wc", "-w", "2", *cli_overrides(zk_conf)]) == 0
+    err = capsys.readouterr().err
+    assert ("warning: 'wc' needs 2 worker slots and 1 of the cluster's 2 are free: it waits "
+            "until enough are") in err
+    assert "in all" not in err  # not the too-few-in-all warning as well
+    state.register_supervisor("s2", {"host": "h2", "ports": [6700], "time": 0})
+    assert main(["submit", str(WORDCOUNT), "-n", "wc2", "-w", "2", *cli_overrides(zk_conf)]) == 0
+    assert "are free" not in capsys.readouterr().err
