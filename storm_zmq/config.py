@@ -576,11 +576,12 @@ def validate_topology_conf(conf: Mapping[str, Any], definition: TopologyDefiniti
     executors will read (`WorkerState.component_conf`). Both `storm-zmq run` and
     `storm-zmq submit` call this, so a bad component key fails before any worker starts,
     named by its component, instead of as a TypeError inside the runtime."""
-    origins = dict.fromkeys(definition.config, "topology config")
+    at = f" at {definition.source}" if definition.source else ""
+    origins = dict.fromkeys(definition.config, f"topology {definition.name} config{at}")
     validate(conf, origins)
     for name, component in definition.components.items():
         if component.config:
-            component_origins = dict.fromkeys(component.config, f"component {name!r} config")
+            component_origins = dict.fromkeys(component.config, f"component {name!r} config{at}")
             validate({**conf, **component.config}, {**origins, **component_origins})
 
 

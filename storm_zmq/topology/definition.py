@@ -61,6 +61,9 @@ class TopologyDefinition:
     name: str
     config: dict[str, Any]
     components: dict[str, ComponentDefinition]
+    # ``file:line`` of the class statement ("" if unknown): a config error found after
+    # the import (`validate_topology_conf`) points there, as an import error does
+    source: str = ""
 
     @property
     def spouts(self) -> dict[str, ComponentDefinition]:

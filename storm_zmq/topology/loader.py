@@ -76,8 +76,13 @@ def _import_file(file: Path) -> ModuleType:
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except TopologyError:
+    except TopologyError as exc:
         del sys.modules[module_name]
+        # raised while a class statement ran: the message names topology and
+        # component; the line of that statement says which file
+        where = _user_location(exc, file)
+        if where and str(file) not in str(exc):
+            raise TopologyError(f"{exc} (at {where})") from exc
         raise
     except Exception as exc:
         del sys.modules[module_name]

@@ -20,6 +20,7 @@ given ``name=``, validates the graph, and keeps the resolved components for
 from __future__ import annotations
 
 import copy
+import inspect
 from typing import Any, ClassVar
 
 from storm_zmq.topology.definition import ComponentDefinition, TopologyDefinition
@@ -134,4 +135,16 @@ class Topology(metaclass=TopologyMeta):
             name=cls.name,
             config=copy.deepcopy(cls.config),
             components=copy.deepcopy(cls._components),
+            source=_source_of(cls),
         )
+
+
+def _source_of(cls: type) -> str:
+    """``file:line`` of the class statement, or "" when Python cannot tell (a class
+    made in a REPL or by ``type()``)."""
+    try:
+        file = inspect.getsourcefile(cls)
+        _, line = inspect.getsourcelines(cls)
+    except (OSError, TypeError):
+        return ""
+    return f"{file}:{line}" if file else ""

@@ -192,8 +192,15 @@ def test_a_bad_override_stops_run_before_anything_starts(
          ["ModuleNotFoundError: No module named 'no_such_module_anywhere'", "broken.py:1"]),
         ("x = 1\n", ["defines no Topology"]),
         ("from storm_zmq import Topology\n\nclass Empty(Topology):\n    pass\n", ["Empty"]),
+        # found when the class statement runs: the message names the topology and the
+        # component, and now the file and line too
+        ("from storm_zmq import Bolt, Grouping, Spout, Topology\n\n"
+         "class S(Spout):\n    outputs = ['x']\n\n    def next_tuple(self):\n        pass\n\n"
+         "class B(Bolt):\n    def process(self, tup):\n        pass\n\n"
+         "class Bad(Topology):\n    s = S.spec()\n    b = B.spec(inputs={s: Grouping.fields('y')})\n",
+         ["topology Bad: bolt 'b': fields grouping on 'y'", "broken.py:13: class Bad(Topology):"]),
     ],
-    ids=["raises", "syntax", "import", "no-topology", "empty-topology"],
+    ids=["raises", "syntax", "import", "no-topology", "empty-topology", "invalid-topology"],
 )
 def test_a_broken_topology_file_names_file_and_line(
     isolated: Path, source: str, needles: list[str], capsys: pytest.CaptureFixture[str]
@@ -209,8 +216,9 @@ def test_a_broken_topology_file_names_file_and_line(
 @pytest.mark.parametrize(
     ("config", "needles"),
     [
-        ("{'topology.max.spout.pending': 'lots'}", ["topology config", "topology.max.spout.pending"]),
-        ("{1: 2}", ["config key 1 (topology config) is not a string"]),
+        ("{'topology.max.spout.pending': 'lots'}",
+         ["topology BadConf config at {path}:9: topology.max.spout.pending"]),
+        ("{1: 2}", ["config key 1 (topology BadConf config at {path}:9) is not a string"]),
         # every worker process gets the config pickled
         ("{'my.hook': lambda: 1}", ["config 'my.hook': <function", "cannot be passed to the worker processes"]),
     ],
@@ -228,7 +236,7 @@ def test_a_topology_with_a_bad_config_value_names_the_key(
     )
     code, _out, err = run_in_process(["run", str(path)], capsys)
     assert code == 2
-    one_error_line(err, *needles)
+    one_error_line(err, *(needle.format(path=path.resolve()) for needle in needles))
 
 
 COMPONENT_CONF_TOPOLOGY = (
@@ -245,12 +253,12 @@ COMPONENT_CONF_TOPOLOGY = (
     ("spout_config", "bolt_config", "message"),
     [
         ("{}", "{'topology.tick.tuple.freq.secs': '1'}",
-         "component 'count_bolt' config: topology.tick.tuple.freq.secs: "
+         "component 'count_bolt' config at {where}: topology.tick.tuple.freq.secs: "
          "expected an integer, got '1' (str)"),
         ("{'topology.max.spout.pending': '10'}", "{}",
-         "component 's' config: topology.max.spout.pending: expected an integer, got '10' (str)"),
+         "component 's' config at {where}: topology.max.spout.pending: expected an integer, got '10' (str)"),
         ("{}", "{'topology.tick.tuple.freq.sec': 1}",
-         "component 'count_bolt' config: topology.tick.tuple.freq.sec: unknown key; "
+         "component 'count_bolt' config at {where}: topology.tick.tuple.freq.sec: unknown key; "
          "did you mean topology.tick.tuple.freq.secs?"),
     ],
     ids=["wrong-type-bolt", "wrong-type-spout", "typo"],
@@ -270,6 +278,9 @@ def test_a_bad_component_config_is_refused_as_topology_config_is(
     limit = ["-t", "5"] if command == "run" else []  # unfixed, the typo case runs on
     code, out, err = run_in_process([command, str(path), *limit], capsys)
     assert code == 2, out
+    # the error points at the class statement, as an error found at import does
+    where = f"{path.resolve()}:{COMPONENT_CONF_TOPOLOGY.splitlines().index('class CompConf(Topology):') + 1}"
+    message = message.format(where=where)
     assert one_error_line(err, message) == f"storm-zmq: error: {message}"
 
 

@@ -168,14 +168,22 @@ def test_syntax_error(tmp_path: Path) -> None:
     assert message.endswith(f"at {tmp_path / 'src' / 'spouts' / 'words.py'}:1: class WordSpout(:")
 
 
-def test_validation_error_passes_through(tmp_path: Path) -> None:
+def test_a_validation_error_keeps_its_message_and_gains_the_class_statement(tmp_path: Path) -> None:
     file = project(tmp_path, topology=TOPOLOGY.replace('fields("word")', 'fields("wrd")'))
     with pytest.raises(TopologyError) as info:
         load_topology(file)
+    line = TOPOLOGY.splitlines().index("class WordCount(Topology):") + 1
     assert str(info.value) == (
         "topology WordCount: bolt 'count_bolt': fields grouping on 'wrd', but stream "
-        "'default' of 'word_spout' has fields ['word']"
+        f"'default' of 'word_spout' has fields ['word'] (at {file}:{line}: class WordCount(Topology):)"
     )
+
+
+def test_the_definition_knows_where_its_class_is(tmp_path: Path) -> None:
+    """So a config error found after the import can point there (validate_topology_conf)."""
+    file = project(tmp_path)
+    line = TOPOLOGY.splitlines().index("class WordCount(Topology):") + 1
+    assert load_topology(file).definition().source == f"{file}:{line}"
 
 
 def test_no_topology(tmp_path: Path) -> None:
