@@ -115,6 +115,9 @@ class Supervisor:
         self.logviewer: LogViewer | None = None
         self._local_dir_lock: int | None = None  # _lock_local_dir
         self._exit_streaks: dict[int, int] = {}  # port -> deaths in a row (_note_exit)
+        # (topology id, port) -> relaunches of a worker that died or hung: passed to
+        # the worker, whose reports carry it (`stats`, the UI)
+        self._restarts: dict[tuple[str, int], int] = {}
 
     def _stable_id(self) -> str:
         path = self.local_dir / "supervisor" / "id"
@@ -224,6 +227,7 @@ class Supervisor:
             if reason:
                 if worker is not None:
                     self._note_exit(worker)
+                    self._count_restart(worker)
                     self._stop_worker(port, reason, force=True)
                 try:
                     self._launch(port, topology_id, index, assignment, record, reason)
@@ -231,6 +235,8 @@ class Supervisor:
                     log.error("cannot launch worker %d of %s on port %d: %s", index,
                               topology_id, port, exc)
         self._remove_stale_files(wanted)
+        self._restarts = {key: count for key, count in self._restarts.items()
+                          if wanted.get(key[1], ("",))[0] == key[0]}
         self._check_pinning()
 
     # -- CPU pinning -----------------------------------------------------------------
@@ -318,9 +324,14 @@ class Supervisor:
             reason = self._needs_restart(worker)
             if reason:
                 self._note_exit(worker)
+                self._count_restart(worker)
                 launch = json.loads((worker.directory / "launch.json").read_text())
                 self._stop_worker(port, reason, force=True)
                 self._spawn(port, worker.topology_id, worker.index, worker.directory, launch, reason)
+
+    def _count_restart(self, worker: RunningWorker) -> None:
+        key = (worker.topology_id, worker.port)
+        self._restarts[key] = self._restarts.get(key, 0) + 1
 
     def _needs_restart(self, worker: RunningWorker) -> str | None:
         code = worker.process.poll()
@@ -395,7 +406,8 @@ class Supervisor:
                                       int(self.conf["worker.log.max.bytes"]))
         process = subprocess.Popen(
             [sys.executable, "-m", "storm_zmq.cluster.worker",
-             "--launch-file", str(directory / "launch.json")],
+             "--launch-file", str(directory / "launch.json"),
+             "--restarts", str(self._restarts.get((topology_id, port), 0))],
             stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, cwd=str(directory),
         )

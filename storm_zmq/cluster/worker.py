@@ -50,9 +50,10 @@ class ZooKeeperControl:
 
     def __init__(
         self, conf: dict[str, Any], topology_id: str, supervisor: str, host: str, port: int,
-        heartbeat_file: Path, status: str, assignment: dict[str, Any],
+        heartbeat_file: Path, status: str, assignment: dict[str, Any], restarts: int = 0,
     ) -> None:
         self.conf = conf
+        self.restarts = restarts
         self.topology_id = topology_id
         self.supervisor = supervisor
         self.host = host
@@ -93,6 +94,7 @@ class ZooKeeperControl:
         # heartbeat carries the sums and counts only
         for entry in stats.get("components", {}).values():
             entry.pop("latencies_ms", None)
+        stats["restarts"] = self.restarts  # its supervisor's count, for stats and the UI
         self._stats, self._stats_time = stats, time.time()
         self._touch()
 
@@ -178,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="storm_zmq.cluster.worker")
     parser.add_argument("--launch-file", required=True,
                         help="what the supervisor wrote: conf, topology record, assignment, slot")
+    parser.add_argument("--restarts", type=int, default=0,
+                        help="how often the supervisor relaunched this slot's worker before")
     args = parser.parse_args(argv)
     launch = json.loads(Path(args.launch_file).read_text())
     conf: dict[str, Any] = launch["conf"]
@@ -198,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     control = ZooKeeperControl(
         conf, launch["topology_id"], launch["supervisor"], launch["host"], launch["port"],
         Path(launch["heartbeat_file"]), launch["status"], launch["assignment"],
+        restarts=args.restarts,
     )
     # The supervisor stops a worker with SIGTERM: stop gracefully (cleanup() runs).
     signal.signal(signal.SIGTERM, lambda *_: control.command("stop"))

@@ -96,6 +96,8 @@ _WORKER: list[tuple[str, str, str, Callable[[WorkerSummary], Any]]] = [
     ("backpressure_events_total", "counter",
      "Times the worker told peers to stop sending to one of its tasks.",
      lambda w: w.backpressure_events),
+    ("restarts", "gauge", "Times its supervisor relaunched the worker of this slot (it died "
+     "or hung), since that supervisor started; cluster mode only.", lambda w: w.restarts),
     ("throttled_tasks", "gauge", "Tasks of the worker throttled by backpressure now.",
      lambda w: len(w.throttled_tasks)),
     ("cpu_figure", "gauge", "How short of CPU the worker says it is: its process's share of a "

@@ -295,6 +295,11 @@ class WorkerSummary:
     age_secs: float | None = None  # now - time, or by the viewer's clock (metrics/ages.py)
     stale: bool = False
     uptime_secs: float | None = None
+    #: how often its supervisor relaunched this slot's worker (died, hung), since that
+    #: supervisor started; None in local mode
+    restarts: int | None = None
+    #: the transport class the worker runs (storm.messaging.transport, resolved)
+    transport_class: str | None = None
     cpu_secs: float | None = None  # CPU time of the worker process since it started
     rss_bytes: int | None = None
     open_fds: int | None = None
@@ -325,11 +330,22 @@ class WorkerSummary:
     def refused_total(self) -> int:
         return sum(self.refused.values())
 
+    @property
+    def transport_name(self) -> str | None:
+        """The short name (zmq, tcp, local) of its transport class, else the class."""
+        from storm_zmq.messaging import TRANSPORT_ALIASES
+
+        for name, path in TRANSPORT_ALIASES.items():
+            if path == self.transport_class:
+                return name
+        return self.transport_class
+
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["components"] = list(self.components)
         data["throttled_tasks"] = list(self.throttled_tasks)
         data["refused_total"] = self.refused_total
+        data["transport_name"] = self.transport_name
         return data
 
 
@@ -539,6 +555,9 @@ def _worker(report: Mapping[str, Any], now: float | None, stale_after: float | N
         age_secs=age,
         stale=stale_after is not None and age is not None and age > stale_after,
         uptime_secs=_optional_number(report.get("uptime_secs")),
+        restarts=_int_or_none(report.get("restarts")),
+        transport_class=report.get("transport_class")
+        if isinstance(report.get("transport_class"), str) else None,
         cpu_secs=_optional_number(report.get("cpu_secs")),
         rss_bytes=_int_or_none(report.get("rss_bytes")),
         open_fds=_int_or_none(report.get("open_fds")),

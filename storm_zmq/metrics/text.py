@@ -99,12 +99,13 @@ def format_summary(summary: TopologySummary) -> str:
     ]
     lines += _table(header, rows) if rows else ["  (no component has reported yet)"]
     lines += ["", "workers"]
-    header = ("worker", "host:port", "pid", "uptime", "rss", "fds", "queued", "transfer",
-              "refused", "frames out", "bytes out", "reconnects", "backpressure", "cpu",
-              "weight", "age")
+    header = ("worker", "host:port", "pid", "uptime", "restarts", "transport", "rss", "fds",
+              "queued", "transfer", "refused", "frames out", "bytes out", "reconnects",
+              "backpressure", "cpu", "weight", "age")
     rows = [
         (("-" if w.worker is None else str(w.worker)) + (" (stale)" if w.stale else ""),
-         w.key, _count(w.pid), format_duration(w.uptime_secs), _bytes(w.rss_bytes),
+         w.key, _count(w.pid), format_duration(w.uptime_secs), _count(w.restarts),
+         w.transport_name or "-", _bytes(w.rss_bytes),
          _count(w.open_fds), _count(w.queued), _count(w.transfer_queued),
          _count(w.refused_total), _count(w.frames_sent), _bytes(w.bytes_sent),
          _count(w.reconnects), _count(w.backpressure_events), _capacity(w.cpu_figure),

@@ -6,6 +6,7 @@ reaches the sink; what was lost is counted (as duplicates), not guessed.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -199,6 +200,20 @@ def test_a_sigkilled_worker_is_restarted_and_every_id_still_arrives(cluster: Clu
     wait_for(lambda: cluster.worker_pids("s2") and cluster.worker_pids("s2")[0] != victim,
              "the worker restarted")
     all_ids_arrive(cluster.output, 1500)
+
+    def worker_rows() -> list[dict[str, Any]] | None:
+        """`stats --json`'s workers once the relaunched one has reported."""
+        result = subprocess.run(
+            [sys.executable, "-m", "storm_zmq.cli.main", "stats", "ClusterIds", "--json",
+             "--config", str(cluster.conf_file)],
+            capture_output=True, text=True, timeout=60, cwd=cluster.tmp)
+        assert result.returncode == 0, result.stderr
+        rows = json.loads(result.stdout)["workers"]
+        return rows if any(row["restarts"] for row in rows) else None
+
+    rows = wait_for(worker_rows, "stats showing the restart")
+    assert sorted(row["restarts"] for row in rows) == [0, 1]
+    assert {row["transport_name"] for row in rows} == {"zmq"}
 
 
 def test_a_dead_supervisor_has_its_workers_moved_and_every_id_arrives(cluster: Cluster) -> None:

@@ -172,6 +172,19 @@ def test_worker_rows_sum_peers_and_read_the_transport() -> None:
     r["balance"] = {"figure": 0.9, "weight": "x"}
     (w,) = summarize(LAYOUT, [r], name="wc", now=1001.0).workers
     assert (w.cpu_figure, w.shuffle_weight) == (0.9, None)
+    assert (w.restarts, w.transport_class, w.transport_name) == (None, None, None), "local mode"
+
+
+def test_a_worker_row_names_its_transport_and_its_restarts() -> None:
+    """A cluster worker's report carries its supervisor's restart count; every
+    report names the transport class (short name where it has one)."""
+    r = report(0, 6700, {}, restarts=3, transport_class="storm_zmq.messaging.tcp.Context")
+    (w,) = summarize(LAYOUT, [r], name="wc", now=1001.0).workers
+    assert (w.restarts, w.transport_name) == (3, "tcp")
+    assert (w.to_dict()["restarts"], w.to_dict()["transport_name"]) == (3, "tcp")
+    r.update(restarts="x", transport_class="my.transport.Context")
+    (w,) = summarize(LAYOUT, [r], name="wc", now=1001.0).workers
+    assert (w.restarts, w.transport_name) == (None, "my.transport.Context")
 
 
 def test_errors_merge_zookeeper_and_reports_newest_first_bounded() -> None:

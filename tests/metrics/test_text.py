@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from storm_zmq.metrics.summary import ComponentLayout, TopologyLayout, summarize
 from storm_zmq.metrics.text import format_component, format_duration, format_summary
 
@@ -17,6 +19,7 @@ REPORT = {
     "errors": [{"component": "count", "task": 2, "time": 99.0,
                 "text": "Traceback...\nValueError: bad word"}],
     "balance": {"figure": 0.9125, "weight": 0.25},
+    "restarts": 4, "transport_class": "storm_zmq.messaging.zmq.Context",
 }
 
 
@@ -39,6 +42,9 @@ def test_the_summary_table_shows_every_component_and_worker() -> None:
     worker = next(line for line in lines if "127.0.0.1:6700" in line)
     assert "3.0 MiB" in worker and "1m 5s" in worker and "0.5s" in worker
     assert "0.912" in worker and "0.250" in worker  # its CPU figure and shuffle weight
+    header = lines[lines.index("workers") + 1]
+    assert header.index("uptime") < header.index("restarts") < header.index("transport")
+    assert re.search(r"1m 5s +4 +zmq ", worker), worker  # uptime, restarts, transport
     assert "recent errors" in text and "ValueError: bad word" in text
     # columns line up: every row of the component table has the same width
     table = lines[lines.index("components") + 1:lines.index("components") + 4]

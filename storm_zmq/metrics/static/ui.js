@@ -130,6 +130,7 @@ function renderWorkers(summary) {
     const tr = el("tr", { ...a, class: w.stale ? "stale" : "" });
     tr.append(cell(a, "worker", w.worker, fmt.text), el("td", a, w.key),
       cell(a, "pid", w.pid, fmt.text), cell(a, "uptime_secs", w.uptime_secs, fmt.duration),
+      cell(a, "restarts", w.restarts, fmt.count), cell(a, "transport_name", w.transport_name, fmt.text),
       cell(a, "rss_bytes", w.rss_bytes, fmt.bytes), cell(a, "open_fds", w.open_fds, fmt.count),
       cell(a, "queued", w.queued, fmt.count), cell(a, "transfer_queued", w.transfer_queued, fmt.count),
       cell(a, "refused_total", w.refused_total, fmt.count),
