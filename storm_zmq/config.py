@@ -236,7 +236,8 @@ SCHEMA: dict[str, Setting] = {
         "restarted by its supervisor.", minimum=1),
     "supervisor.worker.start.timeout.secs": Setting(
         120, "int", "Grace for a starting worker before its supervisor expects a "
-        "heartbeat.", minimum=1),
+        "heartbeat; in local mode how long `run` waits for every worker's components to "
+        "initialize.", minimum=1),
     "supervisor.worker.shutdown.sleep.secs": Setting(
         5, "int", "How long a supervisor waits after asking a worker to stop before "
         "killing it.", minimum=0),

@@ -450,6 +450,11 @@ class Executor(threading.Thread):
         except BaseException as exc:  # user code: report with traceback, the worker dies
             self.report_failure(exc)
 
+    @property
+    def started_up(self) -> bool:
+        """Its components are built and initialized."""
+        return self._started_up
+
     def start_up(self) -> None:
         self.build_components()
         self._started_up = True

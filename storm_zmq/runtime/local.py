@@ -29,7 +29,6 @@ from storm_zmq.runtime.stats import RunStats
 from storm_zmq.runtime.worker import worker_main
 from storm_zmq.topology import load_topology
 
-READY_TIMEOUT = 120.0
 PROGRESS_INTERVAL = 2.0
 #: A drain still going after this long is announced (it may take up to
 #: topology.message.timeout.secs).
@@ -205,12 +204,18 @@ class _Runner:
             f"transport {transport}, acking {'on' if self.assignment.ackers else 'off'}"
         )
         ready: set[int] = set()
-        deadline = time.monotonic() + READY_TIMEOUT
+        # as a supervisor gives a starting worker (a SparkSpout may start Spark first)
+        ready_timeout = float(self.conf["supervisor.worker.start.timeout.secs"])
+        deadline = time.monotonic() + ready_timeout
         while len(ready) < len(self.processes):
             if self._poll(0.1, ready) or self.interrupted:
                 return self._finish(1 if self.error else 130, "failed to start" if self.error else "interrupted")
             if time.monotonic() > deadline:
-                self.error = f"workers not ready after {READY_TIMEOUT:.0f} s"
+                late = ", ".join(str(i) for i in range(len(self.processes)) if i not in ready)
+                self.error = (
+                    f"worker {late} not ready after {ready_timeout:.0f} s: a component's "
+                    "initialize() is still running (its worker's log says which); give it "
+                    "longer with -o supervisor.worker.start.timeout.secs=SECONDS")
                 return self._finish(1, "failed to start")
         if self.options.on_started is not None:
             self.options.on_started(self.stats)

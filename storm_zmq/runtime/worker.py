@@ -71,6 +71,9 @@ STATS_INTERVAL = 0.5
 SEND_WAIT_SLICE_MS = 500
 #: Stopping, a peer that takes nothing gets this long before its messages are dropped.
 SHUTDOWN_SEND_GRACE = 5.0
+#: A worker whose components' initialize() take longer says every this often which
+#: (a SparkSpout starting Spark, a client connecting): else a slow start looked hung.
+INITIALIZE_NOTICE_SECS = 30.0
 LATENCY_SAMPLES_PER_REPORT = 5000
 _SYSTEM_STREAM_PREFIX = "__"
 
@@ -527,10 +530,23 @@ class Worker:
             thread.start()
         for runner in self._runners:
             runner.start()
+        # said before a supervisor (or `run`) gives up on the worker
+        notice_every = min(INITIALIZE_NOTICE_SECS,
+                           float(self.conf.get("supervisor.worker.start.timeout.secs", 120)) / 2)
+        next_notice = time.monotonic() + notice_every
         for _ in self.executors:  # every component initialized (or one failed)
             while not state._ready.acquire(timeout=0.1):
                 if state.failed.is_set():
                     return self._die()
+                if time.monotonic() >= next_notice:
+                    next_notice += notice_every
+                    self._say_who_is_initializing()
+                # Only "stop" can come before ready (the runner gave up on the start, a
+                # supervisor's SIGTERM): an initialize() that hangs must not hold it up.
+                if self.control.poll(0) == "stop":
+                    log.warning("worker %d: asked to stop before its components finished "
+                                "initialize(); exiting without cleanup()", self.index)
+                    return 1
         tune_gc()
         self.control.ready(self.index)
         code = self._main_loop()
@@ -665,6 +681,15 @@ class Worker:
             } if state.balances_load else {},
             "errors": list(state.errors),
         }
+
+    def _say_who_is_initializing(self) -> None:
+        waiting = [e for e in self.executors if not e.started_up]
+        if waiting:
+            log.warning(
+                "worker %d still waiting for initialize() of %s after %.0f s",
+                self.index, ", ".join(f"{e.component} (tasks {', '.join(map(str, e.assignment.tasks))})"
+                                      for e in waiting),
+                time.time() - self.state.started_at)
 
     def _die(self) -> int:
         # the counts so far first: a failure before the first report would leave

@@ -12,6 +12,7 @@ whole CLI are in tests/runtime/test_local_mode.py.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -373,6 +374,29 @@ def test_a_component_that_fails_to_initialize_stops_every_worker(isolated: Path)
     assert "component 'broken' task" in result.stderr
     assert "RuntimeError: initialize failed on purpose" in result.stderr
     assert "faultparts.py" in result.stderr  # the user's traceback points at their code
+    assert left == [], "a worker outlived the failed run"
+    assert all(port_free(p) for p in ports)
+
+
+@pytest.mark.slow
+def test_a_component_slow_to_initialize_is_named_and_the_wait_is_the_supervisors(
+    isolated: Path,
+) -> None:
+    """Bug: `run` waited a fixed 120 s for its workers, then said only "workers not
+    ready" (a SparkSpout starting Spark looked hung). It waits
+    supervisor.worker.start.timeout.secs, as a supervisor does, says which worker
+    and which key, and the worker says meanwhile whose initialize() it waits for."""
+    ports = [free_port(), free_port()]
+    result, left = run_cli(isolated, str(PROJECT / "topologies" / "init_slow.py"), "-w", "2",
+                           "-o", "test.count=10", "-o", f"supervisor.slots.ports={ports}",
+                           "-o", "test.init_sleep_secs=600",
+                           "-o", "supervisor.worker.start.timeout.secs=4")
+    assert result.returncode == 1
+    assert re.search(r"worker [01] not ready after 4 s: a component's initialize\(\) is still "
+                     r"running .* -o supervisor\.worker\.start\.timeout\.secs=SECONDS",
+                     result.stderr), result.stderr
+    assert re.search(r"worker [01] still waiting for initialize\(\) of slow \(tasks \d+\) "
+                     r"after \d s", result.stderr), result.stderr
     assert left == [], "a worker outlived the failed run"
     assert all(port_free(p) for p in ports)
 

@@ -1,6 +1,8 @@
 """Components for the fault and bad-input tests (tests/cli/test_bad_input.py)."""
 from __future__ import annotations
 
+import time
+
 from storm_zmq import Bolt
 
 
@@ -14,6 +16,21 @@ class InitFailBolt(Bolt):
         tasks = sorted(int(t) for t, c in ctx["task->component"].items() if c == ctx["componentid"])
         if ctx["taskid"] == tasks[-1]:
             raise RuntimeError("initialize failed on purpose")
+
+    def process(self, tup):
+        pass
+
+
+class SlowInitBolt(Bolt):
+    """Takes `test.init_sleep_secs` in initialize() on one of its tasks only, as a
+    component that starts Spark or connects to a slow service does."""
+
+    outputs = []
+
+    def initialize(self, conf, ctx):
+        tasks = sorted(int(t) for t, c in ctx["task->component"].items() if c == ctx["componentid"])
+        if ctx["taskid"] == tasks[-1]:
+            time.sleep(float(conf["test.init_sleep_secs"]))
 
     def process(self, tup):
         pass
