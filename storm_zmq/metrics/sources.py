@@ -118,13 +118,13 @@ class ClusterSource:
             return
         answered = self._answered
         since = "" if answered is None else \
-            f"; last read {time.monotonic() - answered:.0f} s ago"
+            f"; the last complete read of it here was {self.monotonic() - answered:.0f} s ago"
         raise SourceUnavailable(
             f"ZooKeeper at {getattr(self.state, 'hosts', '?')} is unreachable (not connected"
             f"{since}); reconnecting by itself")
 
     def _answer(self) -> None:
-        self._answered = time.monotonic()
+        self._answered = self.monotonic()
 
     def _records(self) -> list[tuple[str, dict[str, Any]]]:
         records = []

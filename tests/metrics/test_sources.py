@@ -138,3 +138,25 @@ def test_a_watching_cluster_source_judges_workers_by_its_own_clock(make_state: A
     monotonic[0] += 3600  # looks further apart than the timeout: the clocks' word again
     beat(6700, 0, behind + 40, 4)  # (the viewer's wall clock stands still in this test)
     assert [w.stale for w in source.summary("ids").workers] == [True, False]
+
+
+def test_an_unconnected_source_says_so_at_once_and_when_it_last_read_zookeeper() -> None:
+    """The age is of this viewer's own last complete read (not of the cluster's data)."""
+    import threading
+
+    from storm_zmq.metrics.sources import SourceUnavailable
+
+    connected = threading.Event()
+    connected.set()
+    state = SimpleNamespace(conf={}, hosts="zk1:2181", connected=connected)
+    now = [100.0]
+    source = ClusterSource(state, monotonic=lambda: now[0])  # type: ignore[arg-type]
+    source.check()  # connected: nothing to say
+    connected.clear()
+    with pytest.raises(SourceUnavailable, match=r"^ZooKeeper at zk1:2181 is unreachable "
+                       r"\(not connected\); reconnecting by itself$"):
+        source.check()
+    source._answer()
+    now[0] = 112.0
+    with pytest.raises(SourceUnavailable, match=r"the last complete read of it here was 12 s ago"):
+        source.check()
