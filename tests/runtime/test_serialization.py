@@ -109,6 +109,23 @@ def test_nested_lists_round_trip_as_lists() -> None:
     assert type(decoded) is list and type(decoded[0]) is list and type(decoded[1]["k"]) is list
 
 
+def test_a_dict_with_tuple_keys_round_trips_with_tuple_keys() -> None:
+    """Bug: the array key decoded as a list, which cannot be a key: the whole batch
+    was refused as malformed and its tuples lost (a task of the same worker got
+    them). Keys come back as tuples, nested ones too; values as lists as ever."""
+    values = [{("k", 1): [1, (2, 3)], (1, ("a", 2)): "x", "plain": (4,)}]
+    decoded = round_trip(1, "default", None, values)[3]
+    assert decoded == [{("k", 1): [1, [2, 3]], (1, ("a", 2)): "x", "plain": [4]}]
+    assert_no_tuples(decoded)
+
+
+def test_a_map_key_that_is_a_map_is_still_malformed() -> None:
+    payload = msgpack.packb([[[{"a": 1}]], 1, "s", None])
+    payload = payload.replace(msgpack.packb({"a": 1}), b"\x81" + msgpack.packb({"a": 1}) + b"\x01")
+    with pytest.raises(MalformedTuple, match="not a batch of tuples"):
+        decode_tuples(payload)
+
+
 # -- batches: the tuples of one task on one stream for one remote task -----------------
 
 
@@ -218,7 +235,8 @@ json_like = st.recursive(
     | st.text() | st.binary(),
     lambda children: st.lists(children, max_size=4)
     | st.lists(children, max_size=4).map(tuple)
-    | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    | st.dictionaries(st.text(max_size=5) | st.integers(-5, 5)
+                      | st.tuples(st.integers(-5, 5), st.text(max_size=3)), children, max_size=4),
     max_leaves=8,
 )
 
