@@ -158,6 +158,8 @@ class Component:
             self.logger.setLevel(logging.DEBUG)
         elif level is not None:
             self.logger.setLevel(_log_level(level))
+        else:  # the logger is the component name's: what an earlier setup set goes
+            self.logger.setLevel(logging.NOTSET)
 
     def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
         """Called once in the worker before any tuple; `context` is pystorm's dict
@@ -466,12 +468,26 @@ class BatchingBolt(Bolt):
                 self.fail(tup)
             raise
 
-    def _run_tick(self, tup: Tuple) -> None:
-        self.process_tick(tup)
+    def process_tick(self, tup: Tuple) -> None:
+        """Count the tick and process the batches when it is time (pystorm's place
+        for the timing: a subclass that overrides this decides when batches go,
+        `process_batches()` doing it; pystorm advises against it)."""
         self._tick_counter += 1
         if self._tick_counter > self.ticks_between_batches and self._batches:
             self.process_batches()
             self._tick_counter = 0
+
+    def emit(
+        self,
+        tup: Sequence[Any],
+        stream: str | None = None,
+        anchors: Sequence[Tuple] | None = None,
+        direct_task: int | None = None,
+        need_task_ids: bool = False,
+    ) -> list[int] | None:
+        """As `Bolt.emit`, without task ids (pystorm's BatchingBolt: None always)."""
+        super().emit(tup, stream, anchors, direct_task, False)
+        return None
 
     def process_batches(self) -> None:
         """Every batch through `process_batch`, then acked (pystorm's name: a
@@ -518,8 +534,8 @@ class TicklessBatchingBolt(BatchingBolt):
         super().__init__(*args, **kwargs)
         self._next_flush = time.monotonic() + self.secs_between_batches
 
-    def _run_tick(self, tup: Tuple) -> None:
-        self.process_tick(tup)
+    def process_tick(self, tup: Tuple) -> None:
+        """Ticks are ignored: the batches go on `secs_between_batches` (pystorm's)."""
 
     def _maybe_flush(self, now: float) -> None:
         if now >= self._next_flush:

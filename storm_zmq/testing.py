@@ -21,6 +21,12 @@ An exception in the component propagates, as it stops a worker; with
 ``(exception, tuple)``), the input is failed (`auto_fail`) and the harness goes on,
 as a worker does.
 
+`SpoutHarness` runs a spout: `next_tuple(times)` returns the new emits; `ack` and
+`fail` take an emitted `tup_id` (recorded in `acked`/`failed`; an id never emitted
+is warned of); `activate`/`deactivate`/`cleanup` as a worker calls them. Both
+harnesses take `context=`, what to add to the pystorm context dict (a worker's, for
+a topology of this one task), e.g. the whole topology's ``"task->component"``.
+
 Every emit is also serialized as it would be between workers
 (`topology.testing.always.try.serialize`, on by default here), so a value msgpack
 cannot carry raises `SerializationError` naming component, stream and type.
@@ -87,16 +93,22 @@ class _RecordingCollector:
         if h.try_serialize:  # as a worker does between workers: a clear error here
             encode_tuple(0, stream, None, values, h.name)
         h.emits.append(Emit(list(values), stream, list(anchors or []), tup_id, direct_task))
-        return [h.target_task] if need_task_ids else None
+        if not need_task_ids:
+            return None
+        return [direct_task if direct_task is not None else h.target_task]
 
-    def ack(self, tup: Tuple) -> None:
-        bolt = self._harness.component
+    def ack(self, tup: Tuple | Any) -> None:
+        h = self._harness
+        bolt = h.component
         if isinstance(bolt, Bolt) and bolt._ack_is_auto_acks(tup):
             return  # as in a worker: acked once, by auto_ack
-        self._harness.acked.append(tup)
+        tup = h.input_of(tup)
+        if tup in h.acked:  # in a worker the second ack undoes the first: a timeout
+            h.component.logger.warning("acked %r twice: in a topology its tree times out", tup)
+        h.acked.append(tup)
 
-    def fail(self, tup: Tuple) -> None:
-        self._harness.failed.append(tup)
+    def fail(self, tup: Tuple | Any) -> None:
+        self._harness.failed.append(self._harness.input_of(tup))
 
     def report_error(self, exc: BaseException, tup: Tuple | None) -> None:
         self._harness.errors.append((exc, tup))
@@ -106,7 +118,13 @@ class _RecordingCollector:
 
 
 class _Harness:
-    def __init__(self, component_cls: type, conf: dict[str, Any] | None, name: str, task: int) -> None:
+    kind: type = object  # what this harness runs (Bolt, Spout)
+
+    def __init__(self, component_cls: type, conf: dict[str, Any] | None, name: str, task: int,
+                 context: dict[str, Any] | None) -> None:
+        if not (isinstance(component_cls, type) and issubclass(component_cls, self.kind)):
+            raise TypeError(f"{type(self).__name__} runs a {self.kind.__name__} subclass (the "
+                            f"class, not an instance), got {component_cls!r}")
         outputs = component_cls.spec().outputs  # the same normalisation a topology applies
         self.output_fields = {s: tuple(stream.fields) for s, stream in outputs.items()}
         self.direct_streams = {s for s, stream in outputs.items() if stream.direct}
@@ -122,9 +140,17 @@ class _Harness:
         conf = {**DEFAULTS, TRY_SERIALIZE: True, **(conf or {})}
         self.try_serialize = bool(conf[TRY_SERIALIZE])
         self.component = component_cls(collector=_RecordingCollector(self), name=name, task=task)
-        context = {"taskid": task, "componentid": name, "task->component": {str(task): name}}
+        # a worker's context (WorkerState.context_for) for a topology of this one task;
+        # `context` adds to it or replaces it, e.g. a bigger "task->component"
+        context = {"taskid": task, "componentid": name, "task->component": {str(task): name},
+                   "stormid": "harness-1", "worker.port": 0, **(context or {})}
         self.component._setup_component(conf, context)
         self.component.initialize(conf, context)
+
+    def input_of(self, tup: Tuple | Any) -> Tuple | Any:
+        """What `ack`/`fail` were given, as the input Tuple when it is an input's id
+        (they take either, as in pystorm), so `acked == inputs` holds for both."""
+        return tup
 
     def _call(self, method: Callable[..., Any], *args: Any, tup: Tuple | None = None) -> None:
         """`method(*args)` as an executor calls it: what it raises propagates, unless
@@ -141,16 +167,30 @@ class _Harness:
 
 
 class BoltHarness(_Harness):
-    """Runs a Bolt in-process."""
+    """Runs a Bolt in-process. `context` adds to the pystorm context dict its
+    `initialize` gets (`task->component` of the whole topology, say)."""
+
+    kind = Bolt
 
     def __init__(self, bolt_cls: type[Bolt], conf: dict[str, Any] | None = None,
-                 name: str = "bolt", task: int = 1) -> None:
-        super().__init__(bolt_cls, conf, name, task)
+                 name: str = "bolt", task: int = 1, context: dict[str, Any] | None = None) -> None:
         self.inputs: list[Tuple] = []
         self._ids = itertools.count(1)
+        super().__init__(bolt_cls, conf, name, task, context)
+
+    def input_of(self, tup: Tuple | Any) -> Tuple | Any:
+        if isinstance(tup, Tuple):
+            return tup
+        return next((t for t in self.inputs if t.id == tup), tup)
 
     def make_tuple(self, values: Sequence[Any], fields: Sequence[str] | None = None,
                    component: str = "source", stream: str = "default", task: int = 0) -> Tuple:
+        if not isinstance(values, list | tuple):
+            raise TypeError(f"an input tuple's values are a list or a tuple, got "
+                            f"{type(values).__name__} {values!r}")
+        if fields is not None and len(fields) != len(values):
+            raise ValueError(f"{len(values)} values {list(values)!r} for {len(fields)} fields "
+                             f"{list(fields)!r}")
         names = fields or [f"field{i}" for i in range(len(values))]
         cls = namedtuple("Values", names, rename=True)  # type: ignore[misc]
         return Tuple(next(self._ids), component, stream, task, cls._make(values))
@@ -195,21 +235,48 @@ class BoltHarness(_Harness):
 
 
 class SpoutHarness(_Harness):
-    """Runs a Spout in-process: call `next_tuple`, then `ack`/`fail` what it emitted."""
+    """Runs a Spout in-process: call `next_tuple`, then `ack`/`fail` what it emitted
+    (`acked` and `failed` record the ids given); `deactivate`, `activate` and
+    `cleanup` as a worker calls them. Once the spout said it is exhausted
+    (`report_exhausted`), `next_tuple` is no longer called, as in a worker."""
+
+    kind = Spout
 
     def __init__(self, spout_cls: type[Spout], conf: dict[str, Any] | None = None,
-                 name: str = "spout", task: int = 1) -> None:
-        super().__init__(spout_cls, conf, name, task)
-        self.component.activate()
+                 name: str = "spout", task: int = 1, context: dict[str, Any] | None = None) -> None:
+        super().__init__(spout_cls, conf, name, task, context)
+        self.activate()
 
     def next_tuple(self, times: int = 1) -> list[Emit]:
         before = len(self.emits)
         for _ in range(times):
+            if self.exhausted:
+                break
             self._call(self.component.next_tuple)
         return self.emits[before:]
 
     def ack(self, tup_id: Any) -> None:
+        self._check_emitted(tup_id, "ack")
+        self.acked.append(tup_id)
         self._call(self.component.ack, tup_id)
 
     def fail(self, tup_id: Any) -> None:
+        self._check_emitted(tup_id, "fail")
+        self.failed.append(tup_id)
         self._call(self.component.fail, tup_id)
+
+    def activate(self) -> None:
+        self._call(self.component.activate)
+
+    def deactivate(self) -> None:
+        self._call(self.component.deactivate)
+
+    def cleanup(self) -> None:
+        self._call(self.component.cleanup)
+
+    def _check_emitted(self, tup_id: Any, what: str) -> None:
+        """A worker acks and fails only ids the spout emitted with (its acker never
+        completes another): say so when a test does otherwise, and go on."""
+        if tup_id is None or not any(e.tup_id == tup_id for e in self.emits):
+            self.component.logger.warning("%s(%r): the spout emitted no tuple with that "
+                                          "tup_id, so in a topology this never happens", what, tup_id)

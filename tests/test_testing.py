@@ -141,6 +141,84 @@ def test_need_task_ids_returns_the_target_task() -> None:
     assert h.component.emit(["x"], need_task_ids=True) == [42]
 
 
+def test_need_task_ids_of_a_direct_emit_is_the_direct_task() -> None:
+    h = BoltHarness(EchoBolt)
+    assert h.component.emit(["x"], stream="direct", direct_task=7, need_task_ids=True) == [7]
+
+
+class Router(Bolt):
+    """Finds its direct targets in the context, as a ported streamparse bolt may."""
+
+    outputs = [Stream(["w"], "out", direct=True)]
+
+    def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+        self.targets = sorted(int(t) for t, c in context["task->component"].items() if c == "sink")
+
+    def process(self, tup: Tuple) -> None:
+        self.emit([tup.values.w], stream="out", direct_task=self.targets[len(tup.values.w) % 2])
+
+
+def test_a_bolt_harness_takes_a_context_for_initialize() -> None:
+    h = BoltHarness(Router, name="router", task=3,
+                    context={"task->component": {"3": "router", "6": "sink", "7": "sink"}})
+    h.process(["ab"], fields=["w"])
+    h.process(["abc"], fields=["w"])
+    assert [e.direct_task for e in h.emits] == [6, 7]
+    context = h.component.context
+    assert (context["taskid"], context["componentid"], context["stormid"]) == (3, "router", "harness-1")
+
+
+@pytest.mark.parametrize("values", ["hello", {"a": 1}, 5])
+def test_input_values_that_are_not_a_sequence_are_refused(values: Any) -> None:
+    """Bug: process("hello") made a tuple of five one-letter fields."""
+    h = BoltHarness(EchoBolt)
+    with pytest.raises(TypeError, match="an input tuple's values are a list or a tuple, got "):
+        h.process(values)
+    assert h.inputs == []
+
+
+def test_input_values_that_do_not_fit_their_fields_say_both() -> None:
+    h = BoltHarness(EchoBolt)
+    with pytest.raises(ValueError, match=r"^1 values \['a'\] for 2 fields \['w', 'n'\]$"):
+        h.process(["a"], fields=["w", "n"])
+
+
+class Logs(Bolt):
+    outputs = []
+
+    def process(self, tup: Tuple) -> None:
+        self.logger.info("processing %s", tup.values[0])
+
+
+def test_a_log_level_set_by_one_harness_does_not_stay_for_the_next(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Bug: pystorm.log.level (or topology.debug) of one harness stayed on the
+    component's logger (named by the component) for every later test."""
+    BoltHarness(Logs, conf={"pystorm.log.level": "error"}).process(["quiet"])
+    with caplog.at_level("INFO"):
+        BoltHarness(Logs).process(["heard"])
+    assert caplog.messages == ["processing heard"]
+
+
+def test_an_ack_by_id_is_recorded_as_the_input_and_a_second_ack_is_warned_of(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class ById(Bolt):
+        outputs = []
+        auto_ack = False
+
+        def process(self, tup: Tuple) -> None:
+            self.ack(tup.id)
+
+    h = BoltHarness(ById)
+    tup = h.process(["a"])
+    assert h.acked == h.inputs == [tup]
+    with caplog.at_level("WARNING"):
+        h.component.ack(tup)
+    assert len(caplog.messages) == 1 and "acked" in caplog.messages[0] and "twice" in caplog.messages[0]
+
+
 def test_conf_overrides_defaults_and_name_and_task_are_passed() -> None:
     class Conf(Bolt):
         def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
@@ -178,8 +256,71 @@ def test_spout_harness_ack_and_fail_pass_through() -> None:
     h.fail(2)
     h.ack("never emitted")
     assert h.component.calls == [("ack", 1), ("fail", 2), ("ack", "never emitted")]
-    # the spout's ack/fail are not the bolt-side acked/failed lists
-    assert h.acked == [] and h.failed == []
+    # recorded, as a bolt harness records its acks and fails (they stayed empty)
+    assert h.acked == [1, "never emitted"] and h.failed == [2]
+
+
+def test_a_spout_harness_says_when_a_test_acks_an_id_never_emitted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    h = SpoutHarness(IdSpout)
+    h.next_tuple()
+    with caplog.at_level("WARNING"):
+        h.ack(1)
+        assert caplog.messages == []
+        h.fail("nope")
+    assert caplog.messages == ["fail('nope'): the spout emitted no tuple with that tup_id, so in "
+                               "a topology this never happens"]
+
+
+class Lifecycle(Spout):
+    outputs = ["n"]
+    exit_on_exception = False
+
+    def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+        self.calls: list[str] = []
+        self.left = 2
+
+    def activate(self) -> None:
+        self.calls.append("activate")
+        raise RuntimeError("activate broke")
+
+    def deactivate(self) -> None:
+        self.calls.append("deactivate")
+
+    def cleanup(self) -> None:
+        self.calls.append("cleanup")
+
+    def next_tuple(self) -> None:
+        self.calls.append("next_tuple")
+        self.left -= 1
+        self.emit([self.left])
+        if not self.left:
+            self.report_exhausted()
+
+
+def test_a_spout_harness_runs_the_lifecycle_hooks_as_a_worker_does() -> None:
+    """Bug: an activate() that raised escaped the harness although the spout carries
+    on (a worker reports it); deactivate and cleanup had no way in; next_tuple went
+    on after report_exhausted, which a worker stops calling."""
+    h = SpoutHarness(Lifecycle)
+    assert [str(exc) for exc, _ in h.errors] == ["activate broke"]
+    assert len(h.next_tuple(times=5)) == 2 and h.exhausted
+    h.deactivate()
+    h.cleanup()
+    assert h.component.calls == ["activate", "next_tuple", "next_tuple", "deactivate", "cleanup"]
+
+
+@pytest.mark.parametrize("harness", [BoltHarness, SpoutHarness])
+@pytest.mark.parametrize("given", [EchoBolt(), IdSpout, EchoBolt, "EchoBolt"])
+def test_a_harness_given_the_wrong_thing_says_what_it_takes(harness: type, given: Any) -> None:
+    if (harness, given) in ((BoltHarness, EchoBolt), (SpoutHarness, IdSpout)):
+        harness(given)  # the right thing
+        return
+    kind = "Bolt" if harness is BoltHarness else "Spout"
+    with pytest.raises(TypeError, match=f"^{harness.__name__} runs a {kind} subclass "
+                       r"\(the class, not an instance\), got "):
+        harness(given)
 
 
 def test_spout_harness_records_errors_and_exhaustion() -> None:
@@ -341,3 +482,44 @@ def test_the_harness_raises_what_a_worker_dies_of() -> None:
     with pytest.raises(ValueError, match="key"):
         h.process(["a"])
     assert h.failed == h.inputs and h.errors == []
+
+
+class EveryThirdTuple(BatchingBolt):
+    """Decides itself when its batches go, by overriding process_tick (pystorm's
+    BatchingBolt keeps the timing there)."""
+
+    outputs = ["n"]
+
+    def process_tick(self, tup: Tuple) -> None:
+        if sum(len(b) for b in self._batches.values()) >= 3:
+            self.process_batches()
+
+    def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+        self.emit([len(tups)])
+
+
+def test_a_batching_bolts_own_process_tick_decides_when_batches_go() -> None:
+    """Bug: the counter and the flush ran after any process_tick override, so a
+    subclass could not hold its batches back (pystorm lets it)."""
+    h = BoltHarness(EveryThirdTuple)
+    h.process([1])
+    for _ in range(3):
+        h.tick()
+    assert h.emits == []
+    h.process([2])
+    h.process([3])
+    h.tick()
+    assert h.emitted_values() == [[3]]
+
+
+def test_a_batching_bolts_emit_gives_no_task_ids_as_in_pystorm() -> None:
+    class Asks(BatchingBolt):
+        outputs = ["n"]
+
+        def process_batch(self, key: Any, tups: list[Tuple]) -> None:
+            self.answers = self.emit([len(tups)], need_task_ids=True)
+
+    h = BoltHarness(Asks)
+    h.process([1])
+    h.flush_batches()
+    assert h.emitted_values() == [[1]] and h.component.answers is None
