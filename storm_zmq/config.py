@@ -571,18 +571,24 @@ def validate(conf: Mapping[str, Any], origins: Mapping[str, str] | None = None) 
         raise fail("storm.messaging.transport", str(exc)) from exc
 
 
-def validate_topology_conf(conf: Mapping[str, Any], definition: TopologyDefinition) -> None:
+def validate_topology_conf(conf: Mapping[str, Any], definition: TopologyDefinition,
+                           overridden: Iterable[str] = ()) -> None:
     """Validate `conf` (the topology's config already merged in) and, for each component
     with its own ``config``, that conf with the component's config on top: what its
     executors will read (`WorkerState.component_conf`). Both `storm-zmq run` and
     `storm-zmq submit` call this, so a bad component key fails before any worker starts,
-    named by its component, instead of as a TypeError inside the runtime."""
-    at = f" at {definition.source}" if definition.source else ""
-    origins = dict.fromkeys(definition.config, f"topology {definition.name} config{at}")
+    named by its component, instead of as a TypeError inside the runtime.
+    `overridden`: the keys given with ``-o``, whose values are blamed on it."""
+    def at(what: str) -> str:
+        return f" at {definition.sources[what]}" if what in definition.sources else ""
+
+    origins = dict.fromkeys(definition.config, f"topology {definition.name} config{at('config')}")
+    origins.update((key, f"-o {key}") for key in overridden)  # -o wins over the topology's
     validate(conf, origins)
     for name, component in definition.components.items():
         if component.config:
-            component_origins = dict.fromkeys(component.config, f"component {name!r} config{at}")
+            component_origins = dict.fromkeys(component.config,
+                                              f"component {name!r} config{at(name)}")
             validate({**conf, **component.config}, {**origins, **component_origins})
 
 

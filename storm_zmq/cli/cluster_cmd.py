@@ -297,7 +297,7 @@ def submit_topology(args: argparse.Namespace) -> int:
     overrides = dict(parse_override(text) for text in args.overrides)
     topology_conf = {**conf, **definition.config, **overrides}
     try:
-        validate_topology_conf(topology_conf, definition)
+        validate_topology_conf(topology_conf, definition, overridden=overrides)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     name = args.name or definition.name

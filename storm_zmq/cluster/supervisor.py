@@ -330,6 +330,10 @@ class Supervisor:
                 self._spawn(port, worker.topology_id, worker.index, worker.directory, launch, reason)
 
     def _count_restart(self, worker: RunningWorker) -> None:
+        """A relaunch after the worker died or hung; not after it stopped itself
+        (exit 0: a rebalance took its executors, its slot stays)."""
+        if worker.process.poll() == 0:
+            return
         key = (worker.topology_id, worker.port)
         self._restarts[key] = self._restarts.get(key, 0) + 1
 
@@ -453,7 +457,10 @@ class Supervisor:
 #: Settings of this host that win over the topology's: how it reaches ZooKeeper,
 #: where it keeps things, how its workers run, its slots, its transport settings.
 HOST_PREFIXES = ("storm.zookeeper.", "storm.local.", "worker.", "storm.messaging.",
-                 "supervisor.slots.ports")
+                 "supervisor.slots.ports",
+                 # the grace this supervisor gives a starting worker, by which the
+                 # worker times its "still waiting for initialize()" notices
+                 "supervisor.worker.start.timeout.secs")
 
 
 def worker_conf(record: dict[str, Any], host_conf: dict[str, Any]) -> dict[str, Any]:

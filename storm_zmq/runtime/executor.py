@@ -395,6 +395,7 @@ class Executor(threading.Thread):
         #: on a queue; what a full queue or a throttle would wait for is held instead.
         self.shared = False
         self._started_up = False  # components built and initialized (start_up)
+        self._starting_up = False  # start_up began
         #: In a shared thread, batches for a full local queue or a throttled remote
         #: task, and those for the same tasks after them (`storm_zmq.runtime.held`);
         #: the executor takes no input and emits nothing while they carry
@@ -455,7 +456,14 @@ class Executor(threading.Thread):
         """Its components are built and initialized."""
         return self._started_up
 
+    @property
+    def starting_up(self) -> bool:
+        """Its components are being built and initialized now (in a shared thread
+        the executors start one after another)."""
+        return self._starting_up and not self._started_up
+
     def start_up(self) -> None:
+        self._starting_up = True
         self.build_components()
         self._started_up = True
         self.worker.executor_ready(self)

@@ -84,7 +84,7 @@ def prepare_run(options: RunOptions) -> tuple[Any, dict[str, Any], int]:
     if options.debug:
         conf["topology.debug"] = True
     try:
-        validate_topology_conf(conf, definition)
+        validate_topology_conf(conf, definition, overridden=options.overrides)
     except ConfigError as exc:
         raise RunError(str(exc)) from None
     _check_picklable(conf)
@@ -214,7 +214,7 @@ class _Runner:
                 late = ", ".join(str(i) for i in range(len(self.processes)) if i not in ready)
                 self.error = (
                     f"worker {late} not ready after {ready_timeout:.0f} s: a component's "
-                    "initialize() is still running (its worker's log says which); give it "
+                    "initialize() is still running (its worker's warnings say which); give it "
                     "longer with -o supervisor.worker.start.timeout.secs=SECONDS")
                 return self._finish(1, "failed to start")
         if self.options.on_started is not None:

@@ -13,7 +13,7 @@ resolution and must be treated as read-only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -61,9 +61,11 @@ class TopologyDefinition:
     name: str
     config: dict[str, Any]
     components: dict[str, ComponentDefinition]
-    # ``file:line`` of the class statement ("" if unknown): a config error found after
-    # the import (`validate_topology_conf`) points there, as an import error does
-    source: str = ""
+    # ``file:line`` of the class statement whose body set "config", and of the one
+    # that assigned each component (by name): a config error found after the import
+    # (`validate_topology_conf`) points there, as an error at import does. Missing
+    # where Python cannot tell (a class made by exec or in a REPL).
+    sources: dict[str, str] = field(default_factory=dict)
 
     @property
     def spouts(self) -> dict[str, ComponentDefinition]:

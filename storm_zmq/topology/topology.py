@@ -68,14 +68,23 @@ class TopologyMeta(type):
         cls.config = config if "config" in namespace else dict(config)
         is_base = not any(isinstance(base, TopologyMeta) for base in bases)
         attrs = {} if is_base else _inherited_attrs(bases)
+        # which class's body set the config and each component attribute (error
+        # messages point at its class statement)
+        owners: dict[str, type] = {}
+        for base in reversed(bases):
+            owners.update(getattr(base, "_owners", {}))
+        if "config" in namespace:
+            owners["config"] = cls
         for attr, value in namespace.items():
             if isinstance(value, ComponentSpec):
                 attrs.pop(attr, None)  # re-assigned attributes move to their new place
                 attrs[attr] = value
+                owners[attr] = cls
             else:
                 attrs.pop(attr, None)  # an inherited component overridden (e.g. by None)
                 _reject_component_class(name, attr, value)
         cls._attr_specs = attrs
+        cls._owners = owners
         if is_base:
             cls.specs = []
             cls._components = {}
@@ -122,6 +131,7 @@ class Topology(metaclass=TopologyMeta):
     specs: ClassVar[list[ComponentSpec]]
     _attr_specs: ClassVar[dict[str, ComponentSpec]]
     _components: ClassVar[dict[str, ComponentDefinition]]
+    _owners: ClassVar[dict[str, type]]
 
     @classmethod
     def definition(cls) -> TopologyDefinition:
@@ -135,16 +145,31 @@ class Topology(metaclass=TopologyMeta):
             name=cls.name,
             config=copy.deepcopy(cls.config),
             components=copy.deepcopy(cls._components),
-            source=_source_of(cls),
+            sources=_sources_of(cls),
         )
+
+
+def _sources_of(cls: TopologyMeta) -> dict[str, str]:
+    """``TopologyDefinition.sources``: the class statements that set the config and
+    assigned each component (a base topology may be in another file)."""
+    located: dict[type, str] = {}
+    sources: dict[str, str] = {}
+    for what, owner in [("config", cls._owners.get("config", cls))] + [
+            (spec.name, cls._owners.get(attr, cls)) for attr, spec in cls._attr_specs.items()]:
+        if owner not in located:
+            located[owner] = _source_of(owner)
+        if located[owner]:
+            sources[what] = located[owner]
+    return sources
 
 
 def _source_of(cls: type) -> str:
     """``file:line`` of the class statement, or "" when Python cannot tell (a class
-    made in a REPL or by ``type()``)."""
+    made in a REPL or by ``type()``, a file changed since it was imported). Only a
+    help for error messages: it never fails."""
     try:
         file = inspect.getsourcefile(cls)
         _, line = inspect.getsourcelines(cls)
-    except (OSError, TypeError):
+    except Exception:
         return ""
     return f"{file}:{line}" if file else ""

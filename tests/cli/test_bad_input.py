@@ -240,6 +240,28 @@ def test_a_topology_with_a_bad_config_value_names_the_key(
     one_error_line(err, *(needle.format(path=path.resolve()) for needle in needles))
 
 
+def test_a_conflict_with_an_override_blames_the_override_for_its_part(
+    isolated: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The topology sets both bounds; -o lowers one below the other: the message
+    names where each value came from (the -o one was blamed on the topology)."""
+    path = isolated / "topologies" / "pair.py"
+    path.parent.mkdir()
+    path.write_text(
+        "from storm_zmq import Spout, Topology\n\n"
+        "class S(Spout):\n    outputs = ['x']\n\n    def next_tuple(self):\n        pass\n\n"
+        "class Pair(Topology):\n"
+        "    config = {'storm.messaging.zmq.min_wait_ms': 160,"
+        " 'storm.messaging.zmq.max_wait_ms': 1000}\n"
+        "    s = S.spec()\n")
+    code, _out, err = run_in_process(
+        ["run", str(path), "-o", "storm.messaging.zmq.max_wait_ms=150"], capsys)
+    assert code == 2
+    one_error_line(err, f"topology Pair config at {path.resolve()}:9: storm.messaging.zmq.min_wait_ms: "
+                   "must be <= storm.messaging.zmq.max_wait_ms (150, from -o "
+                   "storm.messaging.zmq.max_wait_ms), got 160")
+
+
 COMPONENT_CONF_TOPOLOGY = (
     "from storm_zmq import Bolt, Spout, Topology\n\n"
     "class S(Spout):\n    outputs = ['x']\n\n    def next_tuple(self):\n        pass\n\n"
@@ -395,8 +417,10 @@ def test_a_component_slow_to_initialize_is_named_and_the_wait_is_the_supervisors
     assert re.search(r"worker [01] not ready after 4 s: a component's initialize\(\) is still "
                      r"running .* -o supervisor\.worker\.start\.timeout\.secs=SECONDS",
                      result.stderr), result.stderr
+    # only the one in initialize() is named: z_quick's executor (its tasks come after
+    # slow's) waits its turn in the shared executor thread, and is only counted
     assert re.search(r"worker [01] still waiting for initialize\(\) of slow \(tasks \d+\) "
-                     r"after \d s", result.stderr), result.stderr
+                     r"after \d s \(1 more executor waits its turn\)\n", result.stderr), result.stderr
     assert left == [], "a worker outlived the failed run"
     assert all(port_free(p) for p in ports)
 

@@ -71,6 +71,15 @@ class Cluster:
             assert result.returncode == 0, result.stderr
         return result
 
+    def stats(self, topology: str) -> dict[str, Any]:
+        """`storm-zmq stats TOPOLOGY --json` (in stats, -c is the component)."""
+        result = subprocess.run(
+            [sys.executable, "-m", "storm_zmq.cli.main", "stats", topology, "--json",
+             "--config", str(self.conf_file)],
+            capture_output=True, text=True, timeout=60, cwd=self.tmp)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
     def start(self, name: str, *args: str) -> None:
         log = open(self.tmp / f"{name}.log", "w")  # noqa: SIM115 - the child owns it
         self.processes[name] = subprocess.Popen(
@@ -203,12 +212,7 @@ def test_a_sigkilled_worker_is_restarted_and_every_id_still_arrives(cluster: Clu
 
     def worker_rows() -> list[dict[str, Any]] | None:
         """`stats --json`'s workers once the relaunched one has reported."""
-        result = subprocess.run(
-            [sys.executable, "-m", "storm_zmq.cli.main", "stats", "ClusterIds", "--json",
-             "--config", str(cluster.conf_file)],
-            capture_output=True, text=True, timeout=60, cwd=cluster.tmp)
-        assert result.returncode == 0, result.stderr
-        rows = json.loads(result.stdout)["workers"]
+        rows = cluster.stats("ClusterIds")["workers"]
         return rows if any(row["restarts"] for row in rows) else None
 
     rows = wait_for(worker_rows, "stats showing the restart")
@@ -350,11 +354,22 @@ def test_deactivate_activate_and_rebalance(cluster: Cluster) -> None:
     cluster.cli("activate", "ClusterIds")
     stopped_at = sum(cluster.seen().values())
     wait_for(lambda: sum(cluster.seen().values()) > stopped_at + 50, "the spouts emitting again")
+    rebalanced = time.monotonic()
     result = cluster.cli("rebalance", "ClusterIds", "-w", "1", "-n", "1")
     assert "over 1 workers" in result.stdout
     wait_for(lambda: " 1 " in cluster.cli("list").stdout.splitlines()[1], "one worker listed")
     wait_for(lambda: len(cluster.worker_pids("s1") + cluster.worker_pids("s2")) == 1,
              "the topology on one worker")
+    # a worker that stopped itself for the rebalance and was launched again did not
+    # die: no restart (it counted as one)
+    def launched_since_the_rebalance() -> list[dict[str, Any]] | None:
+        pids = cluster.worker_pids("s1") + cluster.worker_pids("s2")
+        rows = [r for r in cluster.stats("ClusterIds")["workers"] if r["pid"] in pids]
+        since = time.monotonic() - rebalanced
+        return rows if rows and all(r["uptime_secs"] < since for r in rows) else None
+
+    rows = wait_for(launched_since_the_rebalance, "the worker launched for the rebalance")
+    assert [r["restarts"] for r in rows] == [0]
     # Every task runs again, in the one worker: ids of both spout tasks (even and
     # odd) arrive anew. (The worker that stayed used to keep its half of the old
     # layout, and the other half of the tasks ran nowhere.)

@@ -46,15 +46,18 @@ def test_a_record_from_before_conf_set_keeps_the_hosts_messaging_settings() -> N
 def test_the_settings_the_hosts_decide_are_worker_and_slot_settings() -> None:
     chosen = ["worker.cpu.pinning", "topology.workers", "storm.messaging.zmq.hwm",
               "storm.zookeeper.port", "storm.local.dir", "supervisor.slots.ports",
-              "worker.log.backups"]
+              "worker.log.backups", "supervisor.worker.start.timeout.secs"]
     assert settings_the_hosts_decide(chosen) == [
-        "supervisor.slots.ports", "worker.cpu.pinning", "worker.log.backups"]
-    # and the workers indeed get the host's value of each
+        "supervisor.slots.ports", "supervisor.worker.start.timeout.secs", "worker.cpu.pinning",
+        "worker.log.backups"]
+    # and the workers indeed get the host's value of each (the start grace: a worker
+    # times its "still waiting for initialize()" notices by the supervisor's)
     host = {**DEFAULTS, "worker.cpu.pinning": False, "worker.log.backups": 2,
-            "supervisor.slots.ports": [6800]}
+            "supervisor.slots.ports": [6800], "supervisor.worker.start.timeout.secs": 20}
     conf = worker_conf(record({"worker.cpu.pinning": True, "worker.log.backups": 9,
-                               "supervisor.slots.ports": [1]}, chosen), host)
-    assert [conf[key] for key in settings_the_hosts_decide(chosen)] == [[6800], False, 2]
+                               "supervisor.slots.ports": [1],
+                               "supervisor.worker.start.timeout.secs": 300}, chosen), host)
+    assert [conf[key] for key in settings_the_hosts_decide(chosen)] == [[6800], 20, False, 2]
 
 
 def test_the_last_exception_of_a_workers_logs_is_found_under_any_prefix(tmp_path) -> None:

@@ -183,7 +183,23 @@ def test_the_definition_knows_where_its_class_is(tmp_path: Path) -> None:
     """So a config error found after the import can point there (validate_topology_conf)."""
     file = project(tmp_path)
     line = TOPOLOGY.splitlines().index("class WordCount(Topology):") + 1
-    assert load_topology(file).definition().source == f"{file}:{line}"
+    assert load_topology(file).definition().sources == dict.fromkeys(
+        ["config", "word_spout", "count_bolt"], f"{file}:{line}")
+
+
+def test_what_a_base_topology_in_another_file_set_points_at_the_base(tmp_path: Path) -> None:
+    """A subclass's config and components may come from a base in src/: an error in
+    them must point at the base's class statement, not the subclass's."""
+    base = TOPOLOGY.replace("class WordCount(Topology):", "class Base(Topology):")
+    file = project(tmp_path, topology=(
+        "from base_topology import Base\nfrom bolts.count import WordCountBolt\n\n\n"
+        "class Sub(Base):\n    extra_bolt = WordCountBolt.spec(inputs=[Base.word_spout])\n"),
+        **{"src/base_topology.py": base})
+    base_line = base.splitlines().index("class Base(Topology):") + 1
+    base_file = tmp_path / "src" / "base_topology.py"
+    assert load_topology(file).definition().sources == {
+        "config": f"{base_file}:{base_line}", "word_spout": f"{base_file}:{base_line}",
+        "count_bolt": f"{base_file}:{base_line}", "extra_bolt": f"{file}:5"}
 
 
 def test_no_topology(tmp_path: Path) -> None:

@@ -34,3 +34,12 @@ class SlowInitBolt(Bolt):
 
     def process(self, tup):
         pass
+
+
+class QuickBolt(Bolt):
+    """Initializes at once and does nothing: starts after a SlowInitBolt."""
+
+    outputs = []
+
+    def process(self, tup):
+        pass
