@@ -413,6 +413,8 @@ def run_topology(topology: Path, config: Config, seconds: float, extra: dict[str
         sampler.stop()
     stats = result.stats
     wall = time.monotonic() - began
+    if result.reason == "interrupted":  # Ctrl-C stopped the run: stop the benchmark
+        raise KeyboardInterrupt
     if result.exit_code != 0:
         raise BenchError(f"{what or topology.name} ({config.label}) failed: {result.reason}\n{out.getvalue()}")
     totals = stats.totals()
@@ -981,6 +983,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BenchError as exc:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # a cut-short run is no measurement: nothing reported
+        print("benchmark interrupted: no results printed or written", file=sys.stderr)
+        return 130
     report["wall_seconds"] = time.monotonic() - began
     if args.slow_bolt:
         print(slow_table(report["slow_bolt"]))

@@ -6,8 +6,11 @@ right numbers. No performance assertions: the numbers depend on the machine."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
@@ -189,3 +192,40 @@ def test_a_bad_argument_is_a_usage_error_that_names_it(args: list[str], named: s
     )
     assert result.returncode == 2
     assert named in result.stderr
+
+
+def test_ctrl_c_stops_the_benchmark_and_reports_nothing(tmp_path: Path) -> None:
+    """Bug: Ctrl-C stopped only the run under way, which was recorded as a result (a
+    cut-short window); the other runs went on and the script exited 0."""
+    report_file = tmp_path / "bench.json"
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--quick", "--no-bytewax", "--workers", "1",
+         "--acking", "off,on", "--seconds", "20", "--json", str(report_file)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)  # its own process group, as a terminal's job
+    try:
+        deadline = time.monotonic() + 40
+        while not _workers_in_session(process.pid):
+            assert time.monotonic() < deadline and process.poll() is None, "no worker started"
+            time.sleep(0.2)
+        time.sleep(1)  # the run is under way (its worker up), then a terminal's Ctrl-C
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=40)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, err
+    assert "benchmark interrupted: no results printed or written" in err
+    assert "words/s" not in out and not report_file.exists()
+
+
+def _workers_in_session(session: int) -> list[int]:
+    """Worker processes (multiprocessing's spawn_main) of the session `session`."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if b"spawn_main" in (proc / "cmdline").read_bytes() and os.getsid(int(proc.name)) == session:
+                found.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return found
