@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -76,6 +77,8 @@ DEFAULT_START_TIMEOUT = 120.0
 #: How long nimbus may take to remove a killed topology (its round is
 #: nimbus.monitor.freq.secs).
 REMOVE_TIMEOUT = 120.0
+#: While workers have not all reported, say so this often.
+WAITING_NOTICE_SECS = 5.0
 #: Seconds between two reads of the heartbeats.
 POLL_SECS = 0.25
 #: What acking off means, as in bench_topology.py.
@@ -357,6 +360,7 @@ class Plan:
     seconds: float
     start_timeout: float
     measure: tuple[str, ...]  # empty: the topology's sinks
+    topology_class: str | None = None  # submit's --class, for a file with several
 
 
 def run_name(transport: str, acking: str, round_index: int) -> str:
@@ -376,10 +380,14 @@ def measure_run(cluster: Cluster, plan: Plan, transport: str, acking: str, round
             options += ["-o", setting]
     submitted = time.monotonic()
     try:
-        done = cluster.command("submit", str(plan.topology), "-n", name, "-w", str(plan.workers),
-                               *options)
+        chosen = ["--class", plan.topology_class] if plan.topology_class else []
+        done = cluster.command("submit", str(plan.topology), *chosen, "-n", name, "-w",
+                               str(plan.workers), *options)
         if done.returncode != 0:
             raise BenchError(f"storm-zmq submit of {name} failed: {last_line(done.stderr)}")
+        for line in done.stderr.splitlines():  # e.g. too few free slots: say it now
+            if line.startswith("warning:"):
+                progress(f"{label}{name}: submit said: {line}")
         result = _measure_submitted(cluster, plan, name, transport, acking, round_index, submitted, label)
     except BaseException:
         try:  # nothing is left running (a Ctrl-C may come mid-submit), and the first
@@ -425,7 +433,13 @@ def _measure_submitted(cluster: Cluster, plan: Plan, name: str, transport: str, 
                              "(timed out or failed by a bolt): the run is not comparable")
 
     deadline = submitted + plan.start_timeout
+    next_word = submitted + WAITING_NOTICE_SECS
     while len(run.reporting()) < workers:
+        if time.monotonic() > next_word:
+            next_word += WAITING_NOTICE_SECS
+            progress(f"{label}{name}: {len(run.reporting())} of {workers} worker(s) reported after "
+                     f"{time.monotonic() - submitted:.0f} s (waiting up to --start-timeout "
+                     f"{plan.start_timeout:g} s)")
         if time.monotonic() > deadline:
             raise BenchError(f"{name}: {len(run.reporting())} of {workers} worker(s) reported within "
                              f"--start-timeout {plan.start_timeout:g} s (free slots? see storm-zmq "
@@ -467,7 +481,7 @@ def _measure_submitted(cluster: Cluster, plan: Plan, name: str, transport: str, 
 def _subset(text: str | None, allowed: Sequence[str], what: str) -> list[str]:
     if text is None:
         return list(allowed)
-    chosen = [part.strip() for part in text.split(",") if part.strip()]
+    chosen = list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
     wrong = [part for part in chosen if part not in allowed]
     if wrong or not chosen:
         raise SystemExit(f"bench_cluster.py: error: {what} must be a comma-separated subset of "
@@ -480,6 +494,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--topology", type=Path, default=REPO / "topologies" / "wordcount.py",
                         help="topology file to submit (default topologies/wordcount.py)")
+    parser.add_argument("--class", dest="topology_class", metavar="NAME",
+                        help="which topology of a file that defines several (as submit's --class)")
     parser.add_argument("-w", "--workers", type=int, default=DEFAULT_WORKERS,
                         help=f"worker processes per run (default {DEFAULT_WORKERS}; nimbus spreads "
                              "them over the supervisors)")
@@ -521,7 +537,10 @@ def config_arguments(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace, cluster: Cluster) -> dict[str, Any]:
     plan = Plan(args.topology, args.workers, args.warmup, args.seconds, args.start_timeout,
-                tuple(args.measure))
+                tuple(args.measure), args.topology_class)
+    if cluster.state.leader() is None:  # a submit would wait, then time out, kill would hang
+        raise BenchError("no nimbus is running on this cluster (nobody leads): start one with "
+                         "storm-zmq nimbus (docs/operations.md)")
     code = bench.code_version()
     runs = []
     for round_index in range(1, args.rounds + 1):
@@ -564,6 +583,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bench_cluster.py: error: {exc}", file=sys.stderr)
         return 2
     began = time.monotonic()
+    # a terminal closed or a CI timeout (TERM, HUP) stops as Ctrl-C does: the running
+    # topology is killed, not left to block the next run
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, _interrupt)
     try:
         report = run(args, cluster)
     except BenchError as exc:
@@ -583,6 +606,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(args.json, "w") as out:
             json.dump(report, out, indent=2)
     return 0
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

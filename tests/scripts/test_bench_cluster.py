@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -148,5 +149,36 @@ def test_a_short_run_on_a_real_cluster(tmp_path: Path, zk_conf: dict[str, Any]) 
         assert any("over loopback" in note for note in result["notes"])
         with ClusterState(zk_conf).start(timeout=10) as state:
             assert state.topologies() == []  # every run was killed and removed
+    finally:
+        cluster.stop_all()
+
+
+@pytest.mark.slow
+def test_a_cluster_that_cannot_run_the_benchmark_says_why_at_once(
+    tmp_path: Path, zk_conf: dict[str, Any],
+) -> None:
+    """Bugs: without a nimbus it waited minutes in silence and left a killed topology
+    behind; without free slots submit's warning was thrown away and it waited out
+    --start-timeout without a word."""
+    cluster = Cluster(tmp_path, zk_conf)
+    command = [sys.executable, str(SCRIPT), "-c", str(cluster.conf_file), "--rounds", "1",
+               "--acking", "off", "--transports", "zmq", "--start-timeout", "6"]
+    try:
+        began = time.monotonic()
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert done.returncode == 1 and time.monotonic() - began < 30, done.stderr
+        assert "no nimbus is running on this cluster" in done.stderr
+        cluster.start("nimbus", "nimbus")  # and no supervisor: no slot at all
+        with ClusterState(zk_conf).start(timeout=10) as state:
+            deadline = time.monotonic() + 30
+            while state.leader() is None:
+                assert time.monotonic() < deadline, "no nimbus leads"
+                time.sleep(0.2)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert done.returncode == 1, done.stderr
+        assert "submit said: warning:" in done.stderr and "worker slots" in done.stderr
+        assert "0 of 2 worker(s) reported after 5 s" in done.stderr  # said while waiting
+        with ClusterState(zk_conf).start(timeout=10) as state:
+            assert state.topologies() == []  # the failed run was killed and removed
     finally:
         cluster.stop_all()
