@@ -32,6 +32,20 @@ dir=$(cd "$dir" && pwd)
 pidfile="$dir/zookeeper.pid"
 jar=/usr/share/java/zookeeper.jar
 
+port_busy() {
+    # something listens on the port (ZooKeeper would fail to bind it)
+    python3 - "$bind" "$port" <<'PY'
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind((sys.argv[1], int(sys.argv[2])))
+except OSError:
+    sys.exit(0)
+sys.exit(1)
+PY
+}
+
 answers() {
     # ZooKeeper's four-letter word: "ruok" -> "imok" once it serves clients.
     local reply=""
@@ -67,6 +81,15 @@ start() {
         answers && { echo "zookeeper already running (pid $pid, port $port)"; return 0; }
     fi
     install_zookeeper
+    if answers; then  # another ZooKeeper (or anything that answers) has the port
+        echo "zookeeper.sh: port $port on $bind is taken by a ZooKeeper this script did not" \
+             "start here (no live pid in $pidfile); stop it or choose --port" >&2
+        exit 1
+    fi
+    if port_busy; then
+        echo "zookeeper.sh: port $port on $bind is in use by another process; choose --port" >&2
+        exit 1
+    fi
     mkdir -p "$dir/data"
     cat > "$dir/zoo.cfg" <<EOF
 tickTime=2000
@@ -79,8 +102,14 @@ maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr,stat,envi,mntr
 EOF
-    nohup java -Xmx256m -Dzookeeper.log.dir="$dir" -Dzookeeper.root.logger=INFO,ROLLINGFILE \
-        -cp "$jar" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
+    # slf4j-simple (Debian's libslf4j-java, a dependency of the package) writes
+    # ZooKeeper's log to stderr, into zookeeper.log: without a logging backend
+    # ZooKeeper logged nothing, not even why it could not start
+    nohup java -Xmx256m -Dorg.slf4j.simpleLogger.defaultLogLevel=info \
+        -Dorg.slf4j.simpleLogger.showDateTime=true \
+        "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd HH:mm:ss,SSS" \
+        -cp "$jar:/usr/share/java/slf4j-simple.jar" \
+        org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
         > "$dir/zookeeper.log" 2>&1 < /dev/null &
     echo $! > "$pidfile"
     for _ in $(seq 1 300); do
