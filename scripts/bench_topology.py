@@ -617,6 +617,36 @@ def combine_rounds(per_round: list[list[dict[str, Any]]]) -> list[dict[str, Any]
     return combined
 
 
+def transport_ratios(per_round: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """zmq's words/s over tcp's, per (workers, acking), round by round (the two ran
+    minutes apart) and their median: which transport won, by how much, and how much
+    the rounds disagree. One worker crosses no transport (local delivery): its
+    ratio's spread is the noise of the machine."""
+    ratios: dict[tuple[int, bool], list[float]] = {}
+    for rows in per_round:
+        rates = {(r["transport"], r["workers"], r["acking"]): r["throughput"]["words_per_s"]
+                 for r in rows}
+        for (transport, workers, acking), rate in rates.items():
+            tcp = rates.get(("tcp", workers, acking))
+            if transport == "zmq" and tcp:
+                ratios.setdefault((workers, acking), []).append(rate / tcp)
+    return [{"workers": workers, "acking": acking, "zmq_over_tcp": statistics.median(values),
+             "rounds": values}
+            for (workers, acking), values in sorted(ratios.items())]
+
+
+def transport_lines(ratios: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for r in ratios:
+        spread = f" (rounds {', '.join(f'{v:.2f}' for v in r['rounds'])})" if len(r["rounds"]) > 1 \
+            else " (one round: no spread measured)"
+        what = ("1 worker: no tuple crosses a transport, so this shows the noise"
+                if r["workers"] == 1 else f"{r['workers']} workers")
+        lines.append(f"zmq/tcp words/s, acking {'on' if r['acking'] else 'off'}, {what}: "
+                     f"{r['zmq_over_tcp']:.2f}{spread}")
+    return lines
+
+
 def median_rows(per_round: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """Per configuration, the throughput run of the round whose words/s is the
     `middle` and the latency run of the round whose p99 is, so that the numbers of
@@ -938,6 +968,7 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
                      "bytewax_batch_size": BYTEWAX_BATCH},
         "bytewax": bytewax,
         "rows": median_rows([r["rows"] for r in rounds]),
+        "transport_ratios": transport_ratios([r["rows"] for r in rounds]),
         "targets": targets,
         "targets_met": all(t["met"] for t in targets),
         "rounds": rounds,
@@ -991,6 +1022,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(slow_table(report["slow_bolt"]))
     else:
         print(results_table(report["rows"], report["bytewax"], report["targets"]))
+        for line in transport_lines(report["transport_ratios"]):
+            print(line)
     for target in report["targets"]:
         verdict = "met" if target["met"] else "MISSED"
         print(f"{verdict:>6}: {target['target']}: {target['config']}: {target['detail']}")

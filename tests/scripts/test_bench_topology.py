@@ -229,3 +229,23 @@ def _workers_in_session(session: int) -> list[int]:
         except (OSError, ValueError):
             continue
     return found
+
+
+def test_zmq_over_tcp_is_paired_within_each_round(bench: ModuleType) -> None:
+    def row(transport: str, workers: int, acking: bool, words: float) -> dict:
+        return {"transport": transport, "workers": workers, "acking": acking,
+                "throughput": {"words_per_s": words}}
+
+    rounds = [[row("zmq", 2, False, 90), row("tcp", 2, False, 100), row("zmq", 1, False, 50),
+               row("tcp", 1, False, 50), row("zmq", 2, True, 10)],  # no tcp: no ratio
+              [row("tcp", 2, False, 200), row("zmq", 2, False, 220), row("zmq", 1, False, 40),
+               row("tcp", 1, False, 50)]]
+    ratios = bench.transport_ratios(rounds)
+    assert [(r["workers"], r["acking"], r["rounds"]) for r in ratios] == [
+        (1, False, [1.0, 0.8]), (2, False, [0.9, 1.1])]
+    assert ratios[1]["zmq_over_tcp"] == pytest.approx(1.0)
+    lines = bench.transport_lines(ratios)
+    assert lines[0].startswith("zmq/tcp words/s, acking off, 1 worker: no tuple crosses a transport")
+    assert lines[1] == "zmq/tcp words/s, acking off, 2 workers: 1.00 (rounds 0.90, 1.10)"
+    assert bench.transport_lines(bench.transport_ratios(rounds[:1]))[1].endswith(
+        "0.90 (one round: no spread measured)")
