@@ -48,6 +48,7 @@ import os
 import platform
 import random
 import socket
+import statistics
 import sys
 import time
 import traceback
@@ -694,7 +695,19 @@ def ratios_and_targets(case: Case, links: dict[str, dict[str, Any]]) -> tuple[di
         if link in links and plain in links:
             ours, raw = links[link]["throughput"], links[plain]["throughput"]
             ratios[f"{link}/{plain}"] = {m: ours[m] / raw[m] for m in ("msg_per_s", "mb_per_s")}
+    if "zmq" in links and "tcp" in links:
+        ratios["zmq/tcp"] = head_to_head(links["zmq"]["throughput"], links["tcp"]["throughput"])
     return ratios, targets
+
+
+def head_to_head(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """zmq over tcp: the median of the repeats' ratios, each repeat's zmq run over
+    the tcp run next to it (the links take turns), and that spread: which won, by
+    how much, and whether the repeats agree."""
+    paired = [a / b for a, b in zip(ours.get("runs_msg_per_s", [ours["msg_per_s"]]),
+                                    theirs.get("runs_msg_per_s", [theirs["msg_per_s"]]), strict=False)
+              if b]
+    return {"msg_per_s": statistics.median(paired), "repeats": paired}
 
 
 def best_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -868,21 +881,33 @@ def _ratio_cell(case: dict[str, Any], transport: str) -> str:
     return f"{ratio} ({', '.join(verdicts)})" if verdicts else ratio
 
 
+def _head_to_head_cell(ratio: dict[str, Any] | None) -> str:
+    if ratio is None:
+        return "-"
+    repeats = ratio["repeats"]
+    spread = f" ({min(repeats):.2f}–{max(repeats):.2f})" if len(repeats) > 1 else " (1 repeat)"
+    return f"{ratio['msg_per_s']:.2f}{spread}"
+
+
 def results_table(cases: list[dict[str, Any]], links: Sequence[str]) -> str:
     """One row per (payload, batch): every link, then the two ratios (markdown)."""
     auth = [f"{link}/{plain}" for link, (_, plain) in AUTHENTICATED.items()
             if link in links and plain in links]
-    header = ["payload", "batch", "latency at msg/s", *links, "zmq/raw-zmq", "tcp/raw-socket",
-              *auth]
+    head = ["zmq/tcp (repeats)"] if "zmq" in links and "tcp" in links else []
+    header = ["payload", "batch", "latency at msg/s", *links, *head, "zmq/raw-zmq",
+              "tcp/raw-socket", *auth]
     rows = [header, ["---:"] * len(header)]
     for case in cases:
         rows.append([size_text(case["payload"]), str(case["batch"]), _count(case["latency_rate"]),
                      *(_link_cell(case["links"].get(link)) for link in links),
+                     *([_head_to_head_cell(case["ratios"].get("zmq/tcp"))] if head else []),
                      _ratio_cell(case, "zmq"), _ratio_cell(case, "tcp"),
                      *(f"{case['ratios'][name]['msg_per_s']:.2f}" if name in case["ratios"]
                        else "-" for name in auth)])
     return _markdown(rows) + (
         "\neach link: msg/s · MB/s (payload bytes, 1e6) · latency p50/p99 µs at the offered rate;"
+        "\nzmq/tcp: the median of zmq's msg/s over tcp's, repeat by repeat, and their range"
+        " (the ones with the best run are in each link's cell);"
         "\nratios: msg/s of the transport over its raw baseline (equal to the MB/s ratio),"
         "\nand of the authenticated transport over the same transport without")
 
