@@ -687,14 +687,16 @@ class Worker:
         them in the shared thread; the number of those."""
         busy = [e for e in self.executors if e.starting_up]
         queued = sum(1 for e in self.executors if not e.started_up and not e.starting_up)
-        if busy or queued:
-            log.warning(
-                "worker %d still waiting for initialize() of %s after %.0f s%s",
-                self.index, ", ".join(f"{e.component} (tasks {', '.join(map(str, e.assignment.tasks))})"
-                                      for e in busy) or "its components",
-                time.time() - self.state.started_at,
-                "" if not (busy and queued) else " (1 more executor waits its turn)"
-                if queued == 1 else f" ({queued} more executors wait their turn)")
+        if not busy and not queued:
+            return
+        names = ", ".join(f"{e.component} (tasks {', '.join(map(str, e.assignment.tasks))})"
+                          for e in busy) or "its components"
+        more = ""
+        if busy and queued:
+            more = (" (1 more executor waits its turn)" if queued == 1
+                    else f" ({queued} more executors wait their turn)")
+        log.warning("worker %d still waiting for initialize() of %s after %.0f s%s",
+                    self.index, names, time.time() - self.state.started_at, more)
 
     def _die(self) -> int:
         # the counts so far first: a failure before the first report would leave
