@@ -881,6 +881,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.overrides = dict(parse_override(text) for text in args.override)
     except ConfigError as exc:
         parser.error(str(exc))
+    if "storm.messaging.transport" in args.overrides:
+        parser.error("-o storm.messaging.transport: the benchmark sets the transport of each "
+                     "run; choose them with --transports")
 
     def items(text: str | None, default: Sequence[str], allowed: Sequence[str], what: str) -> list[str]:
         chosen = [x.strip() for x in text.split(",") if x.strip()] if text else list(default)

@@ -76,11 +76,11 @@ def prepare_run(options: RunOptions) -> tuple[Any, dict[str, Any], int]:
     topology = load_topology(options.topology_file, options.topology_name)
     definition = topology.definition()
     conf = {**options.conf, **definition.config, **options.overrides}
+    _refuse_flag_against_override(options)
     if options.transport:
         conf["storm.messaging.transport"] = options.transport
-    transport = conf.get("storm.messaging.transport")
-    if isinstance(transport, str):  # a short name, from --transport, -o or storm.yaml
-        conf["storm.messaging.transport"] = TRANSPORT_ALIASES.get(transport, transport)
+    # a short name, from --transport, -o or storm.yaml
+    conf["storm.messaging.transport"] = _transport_class(conf.get("storm.messaging.transport"))
     if options.debug:
         conf["topology.debug"] = True
     try:
@@ -94,6 +94,25 @@ def prepare_run(options: RunOptions) -> tuple[Any, dict[str, Any], int]:
     if workers < 1:
         raise RunError(f"need at least one worker, got {workers}")
     return definition, conf, workers
+
+
+def _refuse_flag_against_override(options: RunOptions) -> None:
+    """``--transport tcp -o storm.messaging.transport=zmq`` (or ``-d`` with ``-o
+    topology.debug=false``) asks for two things: the flag used to win in silence, so
+    a benchmark could run on another transport than the one its command line shows."""
+    overridden = options.overrides.get("storm.messaging.transport")
+    if options.transport and overridden is not None and (
+        _transport_class(options.transport) != _transport_class(overridden)
+    ):
+        raise RunError(f"--transport {options.transport} and -o storm.messaging.transport="
+                       f"{overridden} disagree; give one of them")
+    if options.debug and options.overrides.get("topology.debug", True) is not True:
+        raise RunError(f"-d and -o topology.debug={options.overrides['topology.debug']} "
+                       "disagree; give one of them")
+
+
+def _transport_class(name: Any) -> Any:
+    return TRANSPORT_ALIASES.get(name, name) if isinstance(name, str) else name
 
 
 def _check_picklable(conf: dict[str, Any]) -> None:

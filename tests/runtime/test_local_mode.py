@@ -7,6 +7,7 @@ command line, as a user would, and checks what its components wrote in cleanup()
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -362,3 +363,34 @@ def test_the_local_transport_runs_one_worker_however_it_is_named(where: str) -> 
     _, conf, workers = prepare_run(options)
     assert workers == 1
     assert conf["storm.messaging.transport"] == TRANSPORT_ALIASES["local"]
+
+
+@pytest.mark.parametrize(("flags", "named"), [
+    ({"transport": "tcp", "overrides": {"storm.messaging.transport": "zmq"}},
+     "--transport tcp and -o storm.messaging.transport=zmq disagree"),
+    ({"debug": True, "overrides": {"topology.debug": False}},
+     "-d and -o topology.debug=False disagree"),
+])
+def test_a_flag_and_an_override_that_disagree_are_refused(flags: dict, named: str) -> None:
+    # The flag used to win in silence: a benchmark could run on another transport
+    # than the one its command line shows.
+    from storm_zmq.config import DEFAULTS
+    from storm_zmq.runtime.local import RunError, RunOptions, prepare_run
+
+    options = RunOptions(topology_file=str(PROJECT / "topologies" / "wordcount.py"),
+                         conf=dict(DEFAULTS), **flags)
+    with pytest.raises(RunError, match=re.escape(named)):
+        prepare_run(options)
+
+
+def test_a_flag_and_an_override_that_agree_run() -> None:
+    from storm_zmq.config import DEFAULTS
+    from storm_zmq.messaging import TRANSPORT_ALIASES
+    from storm_zmq.runtime.local import RunOptions, prepare_run
+
+    options = RunOptions(topology_file=str(PROJECT / "topologies" / "wordcount.py"),
+                         conf=dict(DEFAULTS), transport="tcp", debug=True,
+                         overrides={"storm.messaging.transport": TRANSPORT_ALIASES["tcp"],
+                                    "topology.debug": True})
+    _, conf, _ = prepare_run(options)
+    assert conf["storm.messaging.transport"] == TRANSPORT_ALIASES["tcp"]

@@ -185,6 +185,7 @@ def test_tiny_slow_bolt_run_reports_rss_over_time(tmp_path: Path) -> None:
     (["--transports", "zmq,carrier-pigeon"], "carrier-pigeon"),  # an unknown transport
     (["-o", "topology.executor.receive.buffer.size"], "expected key=value"),  # a bad override
     (["--rounds", "0"], "--rounds must be at least 1"),
+    (["-o", "storm.messaging.transport=tcp"], "choose them with --transports"),  # would win over each run's
 ])
 def test_a_bad_argument_is_a_usage_error_that_names_it(args: list[str], named: str) -> None:
     result = subprocess.run(
