@@ -281,8 +281,9 @@ SCHEMA: dict[str, Setting] = {
         None, "int", "Acker executors; null means one per worker, 0 disables acking.",
         nullable=True, minimum=0),
     "topology.max.spout.pending": Setting(
-        None, "int", "Bound on un-acked tuples per spout task (null = unbounded); the "
-        "flow control of at-least-once topologies.", nullable=True, minimum=1),
+        None, "int", "Bound on un-acked tuples per spout task (null or 0 = unbounded, "
+        "as in Storm); the flow control of at-least-once topologies.", nullable=True,
+        minimum=0),
     "topology.message.timeout.secs": Setting(
         30, "int", "A tuple tree not completed within this time is failed and replayed.",
         minimum=1),

@@ -458,9 +458,11 @@ def test_null_only_where_nullable(home: Path, cwd: Path) -> None:
         "conf/storm.yaml: topology.workers: expected an integer, got null"
     )
     assert file_error(home, cwd, "topology.workers:\n").endswith("got null")
-    assert file_error(home, cwd, "topology.max.spout.pending: 0\n").endswith(
-        "topology.max.spout.pending: must be >= 1, got 0"
+    assert file_error(home, cwd, "topology.max.spout.pending: -1\n").endswith(
+        "topology.max.spout.pending: must be >= 0, got -1"
     )
+    cwd_yaml(cwd, "topology.max.spout.pending: 0\n")  # Storm's unbounded, as null
+    assert load(home, cwd)["topology.max.spout.pending"] == 0
 
 
 @pytest.mark.parametrize(

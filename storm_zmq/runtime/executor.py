@@ -95,6 +95,9 @@ FIRST_CHUNK = 64
 #: Process-latency samples waiting for their ack, at most (unacked ones are dropped).
 MAX_OPEN_SAMPLES = 1000
 
+#: A task warns of its direct emits to tasks that do not subscribe at most this often.
+DROPPED_DIRECT_WARNING_SECS = 10.0
+
 
 class RemoteBatch(list):
     """TaskMessages for one remote worker, as one element of the transfer queue;
@@ -170,6 +173,7 @@ class TaskCollector:
         self._is_spout = executor.is_spout
         self._bolt: Bolt | None = None  # whose auto-anchors emit resolves
         self._error_throttle: ErrorThrottle | None = None  # report_error's, made then
+        self._dropped_direct_throttle: ErrorThrottle | None = None  # _say_dropped_direct's
 
     def bind(self, component: Any) -> None:
         """Give a bolt this collector's `emit` and `ack` as its own (instance
@@ -253,13 +257,31 @@ class TaskCollector:
                 f"component {self._component!r}: direct_task given for stream "
                 f"{route.stream!r}, which is not declared direct"
             )
+        if direct_task.__class__ is not int:
+            raise TypeError(f"component {self._component!r}: direct_task must be a task id "
+                            f"(an int), got {direct_task!r}")
         if direct_task not in route.direct_targets:
-            raise ValueError(
-                f"component {self._component!r}: direct_task {direct_task} is not a task "
-                f"subscribed to stream {route.stream!r} "
-                f"(subscribed: {sorted(route.direct_targets)})"
-            )
+            self._say_dropped_direct(route, direct_task)
+            return ()
         return (direct_task,)
+
+    def _say_dropped_direct(self, route: _StreamRoute, direct_task: int) -> None:
+        """Storm drops a direct emit to a task that does not subscribe to the stream
+        (an unknown task id too: its `Task.getOutgoingTasks` finds no grouping) and
+        goes on, where raising here stopped the worker; a tracked spout emit is then
+        acked at once, as with no subscriber. Not in silence: a warning, at most one
+        per task every `DROPPED_DIRECT_WARNING_SECS`, with the count of those since."""
+        throttle = self._dropped_direct_throttle
+        if throttle is None:
+            throttle = self._dropped_direct_throttle = ErrorThrottle(1, DROPPED_DIRECT_WARNING_SECS)
+        verdict = throttle.admit(time.monotonic())
+        if verdict.write:
+            since = (f" ({verdict.held_before:,} more dropped since the last warning)"
+                     if verdict.held_before else "")
+            log.warning("component %r task %d: direct emit on stream %r to task %d, which does "
+                        "not subscribe to it (subscribed: %s): dropped, as Storm drops it%s",
+                        self._component, self._task, route.stream, direct_task,
+                        sorted(route.direct_targets), since)
 
     def _check_emit(self, route: _StreamRoute, values: Sequence[Any], targets: Sequence[int]) -> None:
         """topology.testing.always.try.serialize and topology.debug, off the hot path."""
@@ -289,11 +311,18 @@ class TaskCollector:
             tuple_id.ack_into(executor._acks_out)  # one ACKER_ACK per root and batch, at flush
 
     def fail(self, tup: Tuple) -> None:
-        self._executor.failed += 1
+        executor = self._executor
+        executor.failed += 1
         tuple_id = tup.id if type(tup) is Tuple else _id_of(tup)
-        if type(tuple_id) is TupleId and self._executor.acking:
+        if type(tuple_id) is TupleId and executor.acking:
+            if executor._acks_out:
+                # Acks wait to be folded until the flush; a fail goes at once. Storm's
+                # acker sees a tuple acked, then failed, in that order (the tree
+                # completes, the fail finds nothing), so the acks go before it.
+                acks, executor._acks_out = executor._acks_out, {}
+                executor._send_acks(acks)
             for root in tuple_id.roots:
-                self._executor._send_to_acker(self._task, ACKER_FAIL_STREAM_ID, root, (root,))
+                executor._send_to_acker(self._task, ACKER_FAIL_STREAM_ID, root, (root,))
 
     def report_error(self, exc: BaseException, tup: Tuple | None) -> None:
         """Count every error; write out (log with traceback, keep for stats and the
@@ -1354,7 +1383,7 @@ class SpoutExecutor(Executor):
         timeout = self.worker.component_conf(self.component).get("topology.message.timeout.secs")
         log.warning(
             "spout %r: %d tuple tree(s) timed out (topology.message.timeout.secs %s) and "
-            "topology.max.spout.pending is not set: with nothing bounding what is in "
+            "topology.max.spout.pending is not set (or 0): with nothing bounding what is in "
             "flight, replays wait behind the tuples that timed out and can time out again, "
             "for ever; set topology.max.spout.pending (a few hundred to a few thousand)",
             self.component, expired, timeout)

@@ -62,7 +62,7 @@ class ComponentSpec:
 
     Attributes: ``component_cls``, ``kind`` (``"spout"``/``"bolt"``), ``name`` (the
     ``name=`` given, else set from the class attribute when the topology is
-    created), ``par`` (executors), ``num_tasks`` (tasks, >= par), ``config`` (a
+    created), ``par`` (executors; at most ``num_tasks``, as in Storm), ``num_tasks`` (tasks), ``config`` (a
     dict), ``inputs`` (a tuple of ``(StreamRef, GroupingSpec)``) and ``outputs``
     (stream name -> :class:`Stream`, from ``component_cls.outputs``).
 
@@ -102,10 +102,9 @@ class ComponentSpec:
             self.par if num_tasks is None else self._check_count("num_tasks", num_tasks)
         )
         if self.num_tasks < self.par:
-            raise TopologyError(
-                f"{self._who()}: num_tasks ({self.num_tasks}) must be >= par ({self.par}): "
-                "every executor runs at least one task"
-            )
+            # Storm spreads the tasks over min(par, num_tasks) executors (every
+            # executor runs at least one task) and says nothing; so does this.
+            self.par = self.num_tasks
         if config is None:
             config = getattr(component_cls, "config", None)
         if config is None:

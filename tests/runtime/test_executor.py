@@ -8,6 +8,7 @@ import random
 import sys
 import threading
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -730,6 +731,56 @@ def test_a_failed_tuple_fails_its_tree_through_a_local_acker() -> None:
     assert failed == ["s1"] and len(spout.pending) == 0
 
 
+def test_a_tuple_acked_then_failed_by_hand_completes_its_tree_as_in_storm() -> None:
+    # Storm's acker sees the ack, then a fail for a tree it no longer knows. The
+    # folded acks left at the flush, after the fail, which then won.
+    state, executors = whole_word_count({})
+    spout, split = executors["sentence_spout"], executors["split_bolt"]
+    (spout_component,) = spout.components.values()
+    (split_component,) = split.components.values()
+    spout_component.emit(["a b"], tup_id="s1")
+    spout.flush()
+    ((_, sentence_tuple),) = taken(state, split.index)
+    split_component.ack(sentence_tuple)
+    split_component.fail(sentence_tuple)
+    split.flush()
+    ((_, completion),) = taken(state, spout.index)
+    assert (completion.component, completion.stream) == (ACKER, ACKER_ACK_STREAM_ID)
+
+
+GROUPINGS = Path(__file__).parent / "project" / "topologies" / "groupings.py"
+
+
+def test_a_direct_emit_to_a_task_that_does_not_subscribe_is_dropped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Storm drops it (Task.getOutgoingTasks finds no grouping for that task) and goes
+    # on; raising here stopped the worker. A tracked emit is acked at once, as with
+    # no subscriber at all.
+    state = word_count_state({"topology.acker.executors": None, "test.count": 10}, topology=GROUPINGS)
+    executors = built_executors(state)
+    spout = executors["direct"]
+    (component,) = spout.components.values()
+    chosen = state.assignment.component_tasks["chosen"]
+    everyone = state.assignment.component_tasks["everyone"][0]
+    acked: list[Any] = []
+    component.ack = acked.append  # type: ignore[method-assign]
+    with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.executor"):
+        assert component.emit([1, "x"], direct_task=everyone, tup_id="a", need_task_ids=True) == []
+        assert component.emit([2, "x"], direct_task=999, need_task_ids=True) == []
+        assert component.emit([3, "x"], direct_task=chosen[0], need_task_ids=True) == [chosen[0]]
+    spout.flush()
+    delivered = [tup.values.id for ex in state.local_executors if ex.component == "chosen"
+                 for _, tup in taken(state, ex.index)]
+    assert delivered == [3]
+    spout._round(may_emit=False)  # deferred acks run
+    assert acked == ["a"]
+    (warning,) = [r.getMessage() for r in caplog.records if "direct emit" in r.getMessage()]
+    assert f"to task {everyone}, which does not subscribe to it (subscribed: {sorted(chosen)})" in warning
+    with pytest.raises(TypeError, match="direct_task must be a task id"):
+        component.emit([4, "x"], direct_task=str(chosen[0]))
+
+
 def test_a_completion_for_a_spout_of_another_worker_leaves_as_the_ackers_tuple() -> None:
     """Worker 1's acker, applied by worker 1's count executor, tells worker 0's spout:
     the payload's source is the acker task, which the receiving worker checks."""
@@ -935,7 +986,7 @@ def test_a_spout_draws_its_roots_for_an_acker_of_its_own_worker() -> None:
     assert {ackers[acker_index(root, len(ackers))] for root in roots} == set(acker.assignment.tasks)
 
 
-@pytest.mark.parametrize("max_pending", [None, 10])
+@pytest.mark.parametrize("max_pending", [None, 0, 10])  # 0: Storm's unbounded, as None
 def test_trees_timing_out_with_nothing_bounding_what_is_in_flight_are_said_once(
         max_pending: int | None, caplog: pytest.LogCaptureFixture) -> None:
     # replays wait behind what timed out and can time out again, for ever: a slow
@@ -953,7 +1004,8 @@ def test_trees_timing_out_with_nothing_bounding_what_is_in_flight_are_said_once(
             spout._round(may_emit=False)
         assert spout.failed == round_ + 1
     said = [r.getMessage() for r in caplog.records if "max.spout.pending is not set" in r.getMessage()]
-    assert len(said) == (1 if max_pending is None else 0)
+    assert len(said) == (0 if max_pending else 1)
+    assert spout.max_pending == (max_pending or None)
 
 
 @pytest.mark.parametrize("conf_has_the_keys", [True, False], ids=["conf", "older record"])

@@ -18,11 +18,12 @@ def word_count_state(
     conf: dict[str, Any] | None = None,
     parallelism: dict[str, tuple[int, int]] | None = None,
     workers: int = 1,
+    topology: Path = WORDCOUNT,
 ) -> WorkerState:
-    """Worker 0 of the word count assigned to `workers` workers on loopback, with
-    `conf` over the defaults and `parallelism` ((executors, tasks) by component)
-    over the topology's own."""
-    definition = load_topology(WORDCOUNT).definition()
+    """Worker 0 of the word count (or of another `topology` file) assigned to
+    `workers` workers on loopback, with `conf` over the defaults and `parallelism`
+    ((executors, tasks) by component) over the topology's own."""
+    definition = load_topology(topology).definition()
     full_conf = {**DEFAULTS, **(conf or {})}
     par = {name: (c.par, c.num_tasks) for name, c in definition.components.items()}
     par.update(parallelism or {})

@@ -80,7 +80,6 @@ def test_direct_constructor() -> None:
         ({"par": 2.0}, "par must be an int >= 1, got 2.0"),
         ({"num_tasks": 0}, "spout WordSpout: num_tasks must be an int >= 1, got 0"),
         ({"num_tasks": "4"}, "num_tasks must be an int >= 1, got '4'"),
-        ({"par": 4, "num_tasks": 2}, "spout WordSpout: num_tasks (2) must be >= par (4)"),
         ({"config": [("a", 1)]}, "spout WordSpout: config must be a dict, got [('a', 1)]"),
         ({"name": ""}, "spout WordSpout: name must be a non-empty str, got ''"),
         ({"name": 5}, "name must be a non-empty str, got 5"),
@@ -90,6 +89,11 @@ def test_invalid_spout_args(kwargs: dict, message: str) -> None:
     with pytest.raises(TopologyError) as info:
         WordSpout.spec(**kwargs)
     assert message in str(info.value)
+
+
+def test_fewer_tasks_than_executors_run_one_executor_a_task_as_in_storm() -> None:
+    spec = WordSpout.spec(par=4, num_tasks=2)  # Storm: min(par, num_tasks) executors
+    assert (spec.par, spec.num_tasks) == (2, 2)
 
 
 def test_invalid_class_and_kind() -> None:
