@@ -287,6 +287,9 @@ SCHEMA: dict[str, Setting] = {
     "topology.message.timeout.secs": Setting(
         30, "int", "A tuple tree not completed within this time is failed and replayed.",
         minimum=1),
+    "topology.enable.message.timeouts": Setting(
+        True, "bool", "false: tuple trees never time out (Storm's key): a tree lost to a "
+        "dead worker stays pending for ever, holding a place of topology.max.spout.pending."),
     "topology.executor.receive.buffer.size": Setting(
         4096, "int", "Capacity of each executor's receive queue in tuples; a full queue "
         "is backpressure. (Storm's default is 32768; here tuples wait as Python objects, "

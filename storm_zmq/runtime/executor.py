@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import random
 import threading
 import time
@@ -1243,6 +1244,12 @@ class BoltExecutor(Executor):
 
 #: The stream that tells a spout task each acker outcome (reset_timeout is not sent:
 #: no stream asks the acker for it).
+def _message_timeouts(conf: dict[str, Any]) -> bool:
+    """topology.enable.message.timeouts, a topology-wide setting as in Storm (a
+    topology submitted by an older storm-zmq has no such key)."""
+    return bool(conf.get("topology.enable.message.timeouts", True))
+
+
 OUTCOME_STREAMS = {"ack": ACKER_ACK_STREAM_ID, "fail": ACKER_FAIL_STREAM_ID}
 
 
@@ -1264,7 +1271,8 @@ class AckerExecutor(Executor):
         super().__init__(worker, assignment)
         self.state = AckerState.from_conf(worker.conf)
         self.lock = threading.Lock()
-        self._next_rotation = time.monotonic() + self.state.rotation_interval_secs
+        self._next_rotation = (time.monotonic() + self.state.rotation_interval_secs
+                               if _message_timeouts(worker.conf) else math.inf)
         for task in assignment.tasks:
             worker.local_ackers[task] = self
 
@@ -1368,7 +1376,10 @@ class SpoutExecutor(Executor):
             position for position, task in enumerate(self._ackers)
             if worker.task_location[task] >= 0]
         self.complete_latencies_ms: list[float] = []
-        self._next_rotation = time.monotonic() + self.pending.rotation_interval_secs
+        # topology.enable.message.timeouts false: never rotate, so nothing times out
+        # (the acker keeps its entries as long: a tree may complete however late)
+        self._next_rotation = (time.monotonic() + self.pending.rotation_interval_secs
+                               if _message_timeouts(worker.conf) else math.inf)
         self._idle_until = 0.0  # a shared thread's spout: next_tuple() not before this
         self.complete_ms_total = 0.0
         self.complete_samples = 0

@@ -4,6 +4,7 @@ anchoring, acking) through the real collectors and queues of one worker."""
 from __future__ import annotations
 
 import logging
+import math
 import random
 import sys
 import threading
@@ -1006,6 +1007,21 @@ def test_trees_timing_out_with_nothing_bounding_what_is_in_flight_are_said_once(
     said = [r.getMessage() for r in caplog.records if "max.spout.pending is not set" in r.getMessage()]
     assert len(said) == (0 if max_pending else 1)
     assert spout.max_pending == (max_pending or None)
+
+
+def test_with_message_timeouts_disabled_neither_spout_nor_acker_ever_rotates() -> None:
+    # Storm's topology.enable.message.timeouts: false (it was ignored: trees timed out)
+    state, executors = whole_word_count({"topology.enable.message.timeouts": False,
+                                         "topology.message.timeout.secs": 1})
+    spout, acker = executors["sentence_spout"], executors[ACKER]
+    assert spout._next_rotation == acker._next_rotation == math.inf
+    (spout_component,) = spout.components.values()
+    spout_component.emit(["a b c"], tup_id="s")
+    spout.flush()
+    spout._round(may_emit=False)
+    assert len(spout.pending) == 1 and spout.failed == 0
+    state, executors = whole_word_count({"topology.message.timeout.secs": 1})
+    assert executors["sentence_spout"]._next_rotation < math.inf > executors[ACKER]._next_rotation
 
 
 @pytest.mark.parametrize("conf_has_the_keys", [True, False], ids=["conf", "older record"])
