@@ -284,6 +284,9 @@ SCHEMA: dict[str, Setting] = {
         None, "int", "Bound on un-acked tuples per spout task (null or 0 = unbounded, "
         "as in Storm); the flow control of at-least-once topologies.", nullable=True,
         minimum=0),
+    "topology.max.task.parallelism": Setting(
+        None, "int", "Cap on every component's number of tasks (Storm's; a component's "
+        "config may set its own); null = no cap.", nullable=True, minimum=1),
     "topology.message.timeout.secs": Setting(
         30, "int", "A tuple tree not completed within this time is failed and replayed.",
         minimum=1),

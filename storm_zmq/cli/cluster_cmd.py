@@ -284,6 +284,7 @@ def submit_topology(args: argparse.Namespace) -> int:
     from storm_zmq.cluster.state import ClusterStateError, check_topology_name
     from storm_zmq.runtime.assignment import acker_executors
     from storm_zmq.topology import load_topology
+    from storm_zmq.topology.definition import with_max_task_parallelism
 
     conf = load_config_from_args(args)
     print(f"packaging {args.topology_file} ...", file=sys.stderr, flush=True)
@@ -300,6 +301,7 @@ def submit_topology(args: argparse.Namespace) -> int:
         validate_topology_conf(topology_conf, definition, overridden=overrides)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    definition = with_max_task_parallelism(definition, topology_conf)
     name = args.name or definition.name
     try:
         check_topology_name(name)

@@ -28,6 +28,7 @@ from storm_zmq.runtime.assignment import WorkerSlot, acker_executors, assign
 from storm_zmq.runtime.stats import RunStats
 from storm_zmq.runtime.worker import worker_main
 from storm_zmq.topology import load_topology
+from storm_zmq.topology.definition import with_max_task_parallelism
 
 PROGRESS_INTERVAL = 2.0
 #: A drain still going after this long is announced (it may take up to
@@ -87,6 +88,7 @@ def prepare_run(options: RunOptions) -> tuple[Any, dict[str, Any], int]:
         validate_topology_conf(conf, definition, overridden=options.overrides)
     except ConfigError as exc:
         raise RunError(str(exc)) from None
+    definition = with_max_task_parallelism(definition, conf)
     _check_picklable(conf)
     workers = options.workers or int(conf["topology.workers"])
     if conf["storm.messaging.transport"] == TRANSPORT_ALIASES["local"] and workers > 1:

@@ -13,7 +13,7 @@ resolution and must be treated as read-only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -21,7 +21,11 @@ from storm_zmq.topology.grouping import GroupingSpec
 from storm_zmq.topology.spec import ComponentKind
 from storm_zmq.topology.stream import Stream
 
-__all__ = ["ComponentDefinition", "InputDefinition", "TopologyDefinition"]
+__all__ = ["ComponentDefinition", "InputDefinition", "TopologyDefinition",
+           "MAX_TASK_PARALLELISM_KEY", "with_max_task_parallelism"]
+
+#: Storm's cap on every component's task count (`Config.setMaxTaskParallelism`).
+MAX_TASK_PARALLELISM_KEY = "topology.max.task.parallelism"
 
 
 class InputDefinition(NamedTuple):
@@ -98,3 +102,20 @@ class TopologyDefinition:
                 f"topology {self.name}: {component!r} declares no stream {stream!r} "
                 f"(it declares {list(self.components[component].outputs)})"
             ) from None
+
+
+def with_max_task_parallelism(definition: TopologyDefinition,
+                              conf: dict[str, Any]) -> TopologyDefinition:
+    """The topology as it runs under ``topology.max.task.parallelism``: Storm gives
+    a component min(that cap, its num_tasks) tasks, the cap read from the topology's
+    conf with the component's own config over it, and runs them on at most as many
+    executors. Applied where the topology is assigned (local run, submit), whose
+    ``conf`` is the whole topology conf (storm.yaml, the topology's, ``-o``)."""
+    components = {}
+    for name, component in definition.components.items():
+        cap = component.config.get(MAX_TASK_PARALLELISM_KEY, conf.get(MAX_TASK_PARALLELISM_KEY))
+        if cap is None or cap >= component.num_tasks:
+            components[name] = component
+        else:
+            components[name] = replace(component, num_tasks=cap, par=min(component.par, cap))
+    return replace(definition, components=components)

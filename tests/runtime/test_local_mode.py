@@ -394,3 +394,13 @@ def test_a_flag_and_an_override_that_agree_run() -> None:
                                     "topology.debug": True})
     _, conf, _ = prepare_run(options)
     assert conf["storm.messaging.transport"] == TRANSPORT_ALIASES["tcp"]
+
+
+def test_a_run_assigns_under_max_task_parallelism_from_o() -> None:
+    from storm_zmq.config import DEFAULTS
+    from storm_zmq.runtime.local import RunOptions, prepare_run
+
+    options = RunOptions(topology_file=str(PROJECT / "topologies" / "wordcount.py"),
+                         conf=dict(DEFAULTS), overrides={"topology.max.task.parallelism": 1})
+    definition, _, _ = prepare_run(options)
+    assert {(c.par, c.num_tasks) for c in definition.components.values()} == {(1, 1)}

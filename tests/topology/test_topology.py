@@ -438,3 +438,20 @@ def test_failed_class_leaves_specs_reusable() -> None:
         s = spout
 
     assert Good.specs == [spout]
+
+
+def test_max_task_parallelism_caps_tasks_and_executors_as_storm_does() -> None:
+    from storm_zmq.topology.definition import with_max_task_parallelism
+
+    class Capped(Topology):
+        s = WordSpout.spec(par=1, num_tasks=4)
+        wide = SinkBolt.spec(inputs=[s], par=3)
+        own = SinkBolt.spec(inputs=[s], par=3, config={"topology.max.task.parallelism": 3})
+        narrow = SinkBolt.spec(inputs=[s], par=1)
+
+    definition = Capped.definition()
+    capped = with_max_task_parallelism(definition, {"topology.max.task.parallelism": 2})
+    assert {n: (c.par, c.num_tasks) for n, c in capped.components.items()} == {
+        "s": (1, 2), "wide": (2, 2), "own": (3, 3), "narrow": (1, 1)}
+    assert with_max_task_parallelism(definition, {"topology.max.task.parallelism": None}) == definition
+    assert definition.components["wide"].par == 3, "the definition itself is left as it was"
