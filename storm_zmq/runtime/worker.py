@@ -61,6 +61,7 @@ from storm_zmq.runtime.serialization import (
 from storm_zmq.runtime.shared import SharedExecutorThread
 from storm_zmq.runtime.tuning import CollectionClock, pin_worker, tune_gc
 from storm_zmq.topology import load_topology
+from storm_zmq.topology.definition import storm_context
 from storm_zmq.topology.grouping import make_chooser
 
 log = logging.getLogger(__name__)
@@ -203,11 +204,13 @@ class WorkerState:
         return {**self.conf, **spec.config}
 
     def context_for(self, task: int) -> dict[str, Any]:
-        """pystorm's context dict."""
+        """pystorm's context dict: Storm's multilang context, and where the task runs."""
+        component = self.assignment.task_component[task]
         return {
             "taskid": task,
-            "componentid": self.assignment.task_component[task],
+            "componentid": component,
             "task->component": {str(t): c for t, c in self.assignment.task_component.items()},
+            **storm_context(self.definition, component),
             "stormid": self.storm_id,
             "worker.port": self.assignment.workers[self.worker_index].port,
         }

@@ -22,7 +22,7 @@ from storm_zmq.topology.spec import ComponentKind
 from storm_zmq.topology.stream import Stream
 
 __all__ = ["ComponentDefinition", "InputDefinition", "TopologyDefinition",
-           "MAX_TASK_PARALLELISM_KEY", "with_max_task_parallelism"]
+           "MAX_TASK_PARALLELISM_KEY", "with_max_task_parallelism", "storm_context"]
 
 #: Storm's cap on every component's task count (`Config.setMaxTaskParallelism`).
 MAX_TASK_PARALLELISM_KEY = "topology.max.task.parallelism"
@@ -119,3 +119,37 @@ def with_max_task_parallelism(definition: TopologyDefinition,
         else:
             components[name] = replace(component, num_tasks=cap, par=min(component.par, cap))
     return replace(definition, components=components)
+
+
+def _grouping_json(grouping: GroupingSpec) -> dict[str, Any]:
+    """A grouping as Storm's multilang context gives it: the Thrift union's field
+    name, and the fields of a fields grouping. A global grouping is Storm's fields
+    grouping on no fields, and reads so."""
+    if grouping.kind in ("fields", "global"):
+        return {"type": "fields", "fields": list(grouping.fields)}
+    return {"type": grouping.kind}
+
+
+def storm_context(definition: TopologyDefinition, component: str) -> dict[str, Any]:
+    """The keys of Storm's `TopologyContext.toJSONString` (what pystorm components
+    got at start) that describe `component`'s place in the topology: its streams and
+    their fields, who consumes them and how, what it consumes and how."""
+    spec = definition.components[component]
+    targets: dict[str, dict[str, Any]] = {}
+    for stream in spec.outputs:
+        consumers = definition.consumers(component, stream)
+        if consumers:
+            targets[stream] = {name: _grouping_json(grouping) for name, grouping in consumers}
+    sources: dict[str, dict[str, Any]] = {}
+    source_fields: dict[str, dict[str, list[str]]] = {}
+    for source, stream, grouping in spec.inputs:
+        sources.setdefault(source, {})[stream] = _grouping_json(grouping)
+        source_fields.setdefault(source, {})[stream] = list(
+            definition.components[source].outputs[stream].fields)
+    return {
+        "streams": list(spec.outputs),
+        "stream->outputfields": {name: list(s.fields) for name, s in spec.outputs.items()},
+        "stream->target->grouping": targets,
+        "source->stream->grouping": sources,
+        "source->stream->fields": source_fields,
+    }

@@ -171,3 +171,17 @@ def test_a_stopping_worker_gives_up_on_a_peer_that_takes_nothing_once_for_every_
     assert 0.3 <= first < 1.0
     assert second < 0.15, f"the second batch waited {second:.2f} s more"
     assert state.remote_sent == 0
+
+
+def test_a_components_context_is_pystorms_with_storms_topology_keys() -> None:
+    from tests.runtime.wordcount_state import word_count_state
+
+    state = word_count_state()
+    (task,) = state.assignment.component_tasks["count_bolt"][:1]
+    context = state.context_for(task)
+    assert (context["taskid"], context["componentid"]) == (task, "count_bolt")
+    assert context["task->component"][str(task)] == "count_bolt"
+    assert context["source->stream->grouping"] == {
+        "split_bolt": {"default": {"type": "fields", "fields": ["word"]}}}
+    assert context["stream->outputfields"] == {"default": ["word", "count"]}
+    assert context["worker.port"] == 6700

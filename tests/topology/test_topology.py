@@ -455,3 +455,34 @@ def test_max_task_parallelism_caps_tasks_and_executors_as_storm_does() -> None:
         "s": (1, 2), "wide": (2, 2), "own": (3, 3), "narrow": (1, 1)}
     assert with_max_task_parallelism(definition, {"topology.max.task.parallelism": None}) == definition
     assert definition.components["wide"].par == 3, "the definition itself is left as it was"
+
+
+def test_the_storm_context_describes_a_components_streams_and_subscriptions() -> None:
+    # what Storm's TopologyContext.toJSONString gives a multilang (pystorm) component
+    from storm_zmq.topology import Stream
+    from storm_zmq.topology.definition import storm_context
+
+    class Two(Spout):
+        outputs = ["word", Stream(["n"], name="numbers")]
+
+    class Ctx(Topology):
+        s = Two.spec()
+        by_word = SinkBolt.spec(inputs={s: Grouping.fields("word")})
+        one = SinkBolt.spec(inputs={s["numbers"]: Grouping.GLOBAL, s: Grouping.ALL})
+
+    definition = Ctx.definition()
+    assert storm_context(definition, "s") == {
+        "streams": ["default", "numbers"],
+        "stream->outputfields": {"default": ["word"], "numbers": ["n"]},
+        "stream->target->grouping": {
+            "default": {"by_word": {"type": "fields", "fields": ["word"]}, "one": {"type": "all"}},
+            "numbers": {"one": {"type": "fields", "fields": []}},  # Storm's global grouping
+        },
+        "source->stream->grouping": {},
+        "source->stream->fields": {},
+    }
+    one = storm_context(definition, "one")
+    assert one["source->stream->grouping"] == {
+        "s": {"numbers": {"type": "fields", "fields": []}, "default": {"type": "all"}}}
+    assert one["source->stream->fields"] == {"s": {"numbers": ["n"], "default": ["word"]}}
+    assert one["streams"] == [] and one["stream->target->grouping"] == {}  # it declares none
