@@ -143,6 +143,10 @@ class _Harness:
         # a worker's context (WorkerState.context_for) for a topology of this one task;
         # `context` adds to it or replaces it, e.g. a bigger "task->component"
         context = {"taskid": task, "componentid": name, "task->component": {str(task): name},
+                   "streams": list(outputs),
+                   "stream->outputfields": {s: list(f) for s, f in self.output_fields.items()},
+                   "stream->target->grouping": {}, "source->stream->grouping": {},
+                   "source->stream->fields": {},
                    "stormid": "harness-1", "worker.port": 0, **(context or {})}
         self.component._setup_component(conf, context)
         self.component.initialize(conf, context)

@@ -166,6 +166,9 @@ def test_a_bolt_harness_takes_a_context_for_initialize() -> None:
     assert [e.direct_task for e in h.emits] == [6, 7]
     context = h.component.context
     assert (context["taskid"], context["componentid"], context["stormid"]) == (3, "router", "harness-1")
+    # Storm's multilang keys, as a worker gives them, for a topology of this one task
+    assert (context["streams"], context["stream->outputfields"]) == (["out"], {"out": ["w"]})
+    assert context["source->stream->fields"] == {}
 
 
 @pytest.mark.parametrize("values", ["hello", {"a": 1}, 5])
