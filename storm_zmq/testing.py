@@ -92,7 +92,12 @@ class _RecordingCollector:
             raise ValueError(f"stream {stream!r} is direct; emit needs direct_task")
         if h.try_serialize:  # as a worker does between workers: a clear error here
             encode_tuple(0, stream, None, values, h.name)
-        h.emits.append(Emit(list(values), stream, list(anchors or []), tup_id, direct_task))
+        anchors = list(anchors or [])
+        for anchor in anchors:  # as a worker refuses it (with acking on)
+            if anchor is not None and not isinstance(anchor, Tuple) and h.input_of(anchor) is anchor:
+                raise TypeError(f"component {h.name!r}: emit anchored to {anchor!r}, which is not "
+                                "an input Tuple or a tuple's id (anchors=[tup])")
+        h.emits.append(Emit(list(values), stream, anchors, tup_id, direct_task))
         if not need_task_ids:
             return None
         return [direct_task if direct_task is not None else h.target_task]

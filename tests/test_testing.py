@@ -526,3 +526,19 @@ def test_a_batching_bolts_emit_gives_no_task_ids_as_in_pystorm() -> None:
     h.process([1])
     h.flush_batches()
     assert h.emitted_values() == [[1]] and h.component.answers is None
+
+
+def test_an_emit_anchored_to_what_is_no_tuple_is_refused_as_in_a_worker() -> None:
+    class AnchorsValues(Bolt):
+        outputs = ["w"]
+
+        def process(self, tup: Tuple) -> None:
+            self.emit([tup.values.w], anchors=[tup.values])
+
+    h = BoltHarness(AnchorsValues)
+    with pytest.raises(TypeError, match="emit anchored to .*, which is not an input Tuple or a tuple's id"):
+        h.process(["a"], fields=["w"])
+    h = BoltHarness(EchoBolt)
+    tup = h.process(["a"])
+    h.component.emit(["b"], anchors=[tup.id])  # an input's id is fine, as in pystorm
+    assert h.emits[-1].anchors == [tup.id]

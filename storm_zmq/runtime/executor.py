@@ -23,6 +23,7 @@ import itertools
 import logging
 import math
 import random
+import reprlib
 import threading
 import time
 import traceback
@@ -650,6 +651,22 @@ class Executor(threading.Thread):
         if self._buffered >= self._max_buffered:
             self.flush()
 
+    def _anchor_ids(self, anchors: Any) -> list[TupleId]:
+        """The tracked ids among `anchors` (an untracked tuple's id is None). Anything
+        else is refused: an emit anchored to a tuple's values, say, went untracked in
+        silence, and a tuple failed downstream was then never replayed (Storm's
+        ShellBolt refuses an anchor it does not know, too)."""
+        ids = []
+        for anchor in anchors:
+            anchor_id = _id_of(anchor)
+            if type(anchor_id) is TupleId:
+                ids.append(anchor_id)
+            elif anchor_id is not None:
+                raise TypeError(
+                    f"component {self.component!r}: emit anchored to {reprlib.repr(anchor)}, "
+                    "which is not an input Tuple or a tuple's id (anchors=[tup])")
+        return ids
+
     def _deliver_anchored(
         self, source: int, route: _StreamRoute, values: Sequence[Any],
         anchors: Sequence[Tuple], targets: Sequence[int],
@@ -688,9 +705,11 @@ class Executor(threading.Thread):
                 if self._buffered >= self._max_buffered:
                     self.flush()
                 return
-            anchor_ids = []
+            # an id in no tree (None, or empty roots) anchors to nothing; what is no
+            # id at all is refused there
+            anchor_ids = [] if anchor_id is None or type(anchor_id) is TupleId else self._anchor_ids(anchors)
         else:
-            anchor_ids = [i for i in map(_id_of, anchors) if type(i) is TupleId]
+            anchor_ids = self._anchor_ids(anchors)
         if not anchor_ids:
             self._deliver_untracked(source, route, values, targets)
             return

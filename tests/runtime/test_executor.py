@@ -406,6 +406,24 @@ def test_anchors_given_as_any_iterable_anchor_with_acking() -> None:
     assert [set(t.id.roots) for _, t in taken(state, count.index)] == [{7}] * 4
 
 
+@pytest.mark.parametrize("anchors", [
+    lambda tup: [tup.values], lambda tup: [tup, 5], lambda tup: "abc"], ids=["values", "an int", "a str"])
+def test_an_emit_anchored_to_what_is_no_tuple_is_refused(anchors: Any) -> None:
+    # it went untracked in silence: a tuple failed downstream was never replayed
+    state, executors = one_worker(acking=True)
+    split, count = executors["split_bolt"], executors["count_bolt"]
+    (component,) = split.components.values()
+    source = sentence(state, "x", TupleId({7: 9}))
+    with pytest.raises(TypeError, match="component 'split_bolt': emit anchored to .*, which is "
+                                        "not an input Tuple or a tuple's id"):
+        component.emit(["w"], anchors=anchors(source))
+    untracked = sentence(state, "y")  # an untracked input's id is None: anchors to nothing
+    component.emit(["w"], anchors=[untracked])
+    component.emit(["w"], anchors=[untracked.id, source])
+    split.flush()
+    assert [t.id and set(t.id.roots) for _, t in taken(state, count.index)] == [None, {7}]
+
+
 @pytest.mark.parametrize("by_id", [False, True], ids=["ack(tup)", "ack(tup.id)"])
 def test_a_bolts_own_ack_of_what_auto_ack_acks_is_made_once_with_a_warning(
         by_id: bool, caplog: pytest.LogCaptureFixture) -> None:
