@@ -183,20 +183,35 @@ class _Runner:
         # with this process before reporting it: then one line here is enough
         self.error_printed = False
         self.stopped: set[int] = set()
+        self.stop_sent = False  # "stop" broadcast: a worker exiting 0 from now on is no death
+        self.phase = "running"  # then "draining", then "stopping" (see _on_interrupt)
+        self.drain_cut = False  # a Ctrl-C ended the drain's wait
+        self.died = False  # a worker went away unasked (self.error says how)
 
     def run(self) -> RunResult:
-        previous = signal.signal(signal.SIGINT, self._on_interrupt)
+        # SIGTERM (`timeout`, a service manager) stops the run as Ctrl-C does
+        previous = {sig: signal.signal(sig, self._on_interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             return self._run()
         finally:
-            signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             self._terminate()
 
     def _on_interrupt(self, signum: int, frame: Any) -> None:
-        if self.interrupted:  # a second Ctrl-C: stop waiting for the drain
+        """The first Ctrl-C stops the run gracefully; one during the drain ends the
+        drain's wait, and the workers still run every cleanup() (a second Ctrl-C
+        used to end everything there, and no cleanup() ran); any other aborts."""
+        if self.phase == "draining" and not self.drain_cut:
+            self.drain_cut = True
+            print("\nnot waiting for the tuples in flight: stopping the workers, which run "
+                  "cleanup() (Ctrl-C again to stop at once) ...", file=sys.stderr, flush=True)
+            return
+        if self.interrupted or self.phase != "running":
             raise KeyboardInterrupt
         self.interrupted = True
-        print("\nstopping (Ctrl-C again to stop at once) ...", file=sys.stderr)
+        print("\nstopping (Ctrl-C again to stop waiting for the tuples in flight) ...",
+              file=sys.stderr, flush=True)
 
     def _run(self) -> RunResult:
         spawn = multiprocessing.get_context("spawn")
@@ -248,7 +263,7 @@ class _Runner:
         reason = ""
         while not reason:
             if self._poll(0.1):
-                return self._finish(1, "a component failed")
+                return self._finish(1, "a worker died" if self.died else "a component failed")
             now = time.monotonic()
             if self.interrupted:
                 reason = "interrupted"
@@ -273,7 +288,7 @@ class _Runner:
         since = started
         next_request = started
         noticed = False
-        interrupted = self.interrupted  # a Ctrl-C from now on ends the wait
+        self.phase = "draining"  # a Ctrl-C from now on ends the wait
         while quiet_rounds < 2:
             if time.monotonic() >= next_request:
                 next_request = time.monotonic() + DRAIN_ROUND_SECS
@@ -281,7 +296,7 @@ class _Runner:
             if self._poll(DRAIN_ROUND_SECS / 4):
                 return self._finish(1, f"{reason}, then a component failed while stopping")
             now = time.monotonic()
-            if now >= deadline or self.interrupted != interrupted:
+            if now >= deadline or self.drain_cut:
                 self._say_undrained(now - started)
                 break
             if self.stats.reported_since(since):
@@ -293,6 +308,7 @@ class _Runner:
                 print(f"draining: {pending:,} tuple tree(s) pending, {queued:,} tuple(s) queued; "
                       f"waiting up to {timeout:g} s (topology.message.timeout.secs; "
                       "Ctrl-C to stop waiting)", file=sys.stderr, flush=True)
+        self.phase = "stopping"
         self._broadcast("stop")
         deadline = time.monotonic() + 30
         while len(self.stopped) < len(self.processes) and time.monotonic() < deadline:
@@ -332,11 +348,14 @@ class _Runner:
             except (EOFError, OSError):
                 index = self.pipes.index(pipe)
                 self.stopped.add(index)
-                if self.processes[index].exitcode not in (0, None) or not self.error:
-                    self.processes[index].join(5)
-                    if self.processes[index].exitcode != 0 and not self.error:
-                        self.error = f"worker {index} exited with code {self.processes[index].exitcode}"
-                        return True
+                process = self.processes[index]
+                process.join(5)
+                # gone without saying "stopped": a death, unless asked to stop and
+                # exited cleanly (a component's os._exit(0) is a death too)
+                if not self.error and (process.exitcode != 0 or not self.stop_sent):
+                    self.error = self._died(index, process.exitcode)
+                    self.died = True
+                    return True
                 continue
             kind, index = message[0], message[1]
             if kind == "ready" and ready is not None:
@@ -353,7 +372,26 @@ class _Runner:
                 return True
         return False
 
+    def _died(self, index: int, exitcode: int | None) -> str:
+        """What a worker that went away unasked died of, and what it ran."""
+        slot = self.assignment.workers[index]
+        components = sorted({e.component for e in self.assignment.executors_of(index)
+                             if not e.component.startswith("__")})
+        if exitcode is not None and exitcode < 0:
+            try:
+                name = signal.Signals(-exitcode).name
+            except ValueError:
+                name = f"signal {-exitcode}"
+            how = f"was killed by {name}" + (
+                " (out of memory? the kernel's log says: dmesg)" if name == "SIGKILL" else "")
+        else:
+            how = f"exited unexpectedly with code {exitcode}"
+        return (f"worker {index} (port {slot.port}, components {', '.join(components) or 'none'}) "
+                f"{how}")
+
     def _broadcast(self, command: str) -> None:
+        if command == "stop":
+            self.stop_sent = True
         for index, pipe in enumerate(self.pipes):
             if index in self.stopped:
                 continue

@@ -226,19 +226,30 @@ def test_the_drain_waits_for_the_tuple_a_bolt_is_running(tmp_path: Path) -> None
     assert sorted(i for seen in sinks.values() for i in seen) == [0, 1, 2, 3], (sinks, result.stdout, result.stderr)
 
 
-def test_a_long_drain_says_what_it_waits_for_and_ctrl_c_ends_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", ["-t", "Ctrl-C", "SIGTERM"])
+def test_a_long_drain_says_what_it_waits_for_and_ctrl_c_ends_it(tmp_path: Path, stop: str) -> None:
+    # After a stop by Ctrl-C (or SIGTERM, as `timeout` sends), a second Ctrl-C ended
+    # everything: no summary, and no cleanup() ran, in any worker.
     import os
     import signal
 
     command = [
         sys.executable, "-m", "storm_zmq.cli.main", "run", str(PROJECT / "topologies" / "cleanup.py"),
-        "-t", "1", "-q", "-o", f"supervisor.slots.ports={[free_port()]}",
+        *(["-t", "1", "-q"] if stop == "-t" else []), "-o", f"supervisor.slots.ports={[free_port()]}",
         "-o", f"test.output_dir={tmp_path}", "-o", "test.count=20", "-o", "test.hold=true",
         "-o", "topology.message.timeout.secs=300",
     ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True, cwd=tmp_path)
-    assert process.stderr is not None
+    assert process.stdout is not None and process.stderr is not None
+    if stop != "-t":
+        for line in process.stdout:  # the first progress line: the topology is running
+            if line.startswith("["):
+                break
+        if stop == "SIGTERM":
+            process.send_signal(signal.SIGTERM)  # the runner only, as `timeout` does
+        else:
+            os.killpg(process.pid, signal.SIGINT)  # what a terminal does: the whole group
     seen = []
     for line in process.stderr:  # no un-acked tree completes: the drain waits
         seen.append(line)
@@ -250,7 +261,8 @@ def test_a_long_drain_says_what_it_waits_for_and_ctrl_c_ends_it(tmp_path: Path) 
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 0, stderr
     assert "stopping with 20 tuple tree(s) pending" in stderr
-    assert "ran 1 s" in stdout
+    assert ("ran 1 s" if stop == "-t" else "interrupted") in stdout
+    assert outputs(tmp_path, "sink"), "cleanup() ran"
 
 
 def test_a_batching_bolt_without_ticks_is_warned_about(tmp_path: Path) -> None:
@@ -404,3 +416,19 @@ def test_a_run_assigns_under_max_task_parallelism_from_o() -> None:
                          conf=dict(DEFAULTS), overrides={"topology.max.task.parallelism": 1})
     definition, _, _ = prepare_run(options)
     assert {(c.par, c.num_tasks) for c in definition.components.values()} == {(1, 1)}
+
+
+@pytest.mark.parametrize(("death", "said"), [
+    ("exit0", "exited unexpectedly with code 0"),
+    ("sigkill", "was killed by SIGKILL (out of memory?"),
+])
+def test_a_worker_that_goes_away_unasked_fails_the_run_saying_how_and_what_it_ran(
+    tmp_path: Path, death: str, said: str
+) -> None:
+    # exit code 0 passed for a clean stop: the run sat at 0/s, then exited 0
+    result = run("dies.py", tmp_path, "-o", "test.count=100", "-o", f"test.death={death}",
+                 "-t", "60")
+    assert result.returncode == 1, result.stderr
+    assert f"error: worker 0 (port " in result.stderr
+    assert f"components dying, numbers) {said}" in result.stderr
+    assert "a worker died" in result.stdout

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from collections import Counter
 
@@ -147,6 +148,22 @@ class CrashBolt(Bolt):
     def process(self, tup):
         if tup.values.id == 5:
             raise ZeroDivisionError("the bolt divided by zero on purpose")
+
+
+class DyingBolt(Bolt):
+    """Its worker process goes away at id 5, as test.death says: "exit0" (os._exit(0),
+    no error anywhere) or "sigkill" (what the kernel's OOM killer does)."""
+
+    outputs = []
+
+    def initialize(self, conf, ctx):
+        self.death = conf["test.death"]
+
+    def process(self, tup):
+        if tup.values.id == 5:
+            if self.death == "sigkill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            os._exit(0)
 
 
 class SetSpout(Spout):
