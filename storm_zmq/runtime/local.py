@@ -40,6 +40,18 @@ DRAIN_NOTICE_SECS = 2.0
 DRAIN_ROUND_SECS = 0.1
 
 
+_TRACEBACK_HEAD = "Traceback (most recent call last):"
+
+
+def one_line(error: str) -> str:
+    """A worker's error, whose traceback it printed already, in one line: its first,
+    or for a bare traceback (whose first line says nothing) the exception's."""
+    head, _, rest = error.partition("\n")
+    if head.endswith(_TRACEBACK_HEAD) and rest.strip():
+        head = head.removesuffix(_TRACEBACK_HEAD) + rest.strip().splitlines()[-1]
+    return head.rstrip(":")
+
+
 class RunError(Exception):
     """Something about the run the user must fix (busy port, too few ports, ...)."""
 
@@ -327,7 +339,7 @@ class _Runner:
         if self.error:
             error = self.error
             if self.error_printed:
-                error = error.splitlines()[0].rstrip(":") + " (traceback above)"
+                error = one_line(error) + " (traceback above)"
             print(f"error: {error}", file=sys.stderr)
         self._broadcast("stop")
         for process in self.processes:

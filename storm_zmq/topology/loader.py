@@ -53,10 +53,48 @@ def load_topology(path: str | Path, name: str | None = None) -> type[Topology]:
     if not file.is_file():
         raise TopologyError(f"topology file not found: {file}")
     project = project_dir(file)
+    _refuse_shadowing(project, project / "src")
     _add_to_sys_path(project)
     _add_to_sys_path(project / "src")  # src first: component modules win
     module = _import_file(file)
     return _pick_topology(file, module, name)
+
+
+#: Imported by a worker after the project is on its path (lazily), or by the
+#: components it runs: not always in this process's modules yet.
+_RUNTIME_MODULES = frozenset({"storm_zmq", "zmq", "msgpack", "yaml", "kazoo", "pyspark", "py4j"})
+
+
+def _refuse_shadowing(*directories: Path) -> None:
+    """A module of the project named as one that storm-zmq imports (``src/queue.py``,
+    ``src/msgpack.py``) would be imported in its place in every worker, which gets
+    the project's directories first on its path from its start: the workers died
+    of tracebacks deep in the runtime, and the run said only that they exited."""
+    import storm_zmq.runtime.worker  # noqa: F401  what a worker has imported (spawn: after its path)
+
+    needed = set(_RUNTIME_MODULES)
+    for name, module in list(sys.modules.items()):
+        top = name.partition(".")[0]
+        where = getattr(module, "__file__", None)
+        if where is None or not _is_user_file(where):  # built in, standard library, installed
+            needed.add(top)
+    for directory in directories:
+        if not directory.is_dir():
+            continue
+        for entry in sorted(directory.iterdir()):
+            name = entry.stem if entry.suffix == ".py" else entry.name if entry.is_dir() else None
+            if name in needed and not _is_module(sys.modules.get(name), entry):
+                raise TopologyError(
+                    f"{entry} has the name of the module {name!r} that storm-zmq and Python "
+                    f"need: with {directory} first on the path of every worker it would be "
+                    "imported instead of it; rename it")
+
+
+def _is_module(module: ModuleType | None, entry: Path) -> bool:
+    """Whether `entry` is where `module` came from (storm-zmq's own checkout holds
+    a project: this repository's topologies/)."""
+    where = getattr(module, "__file__", None)
+    return where is not None and Path(where).resolve() in (entry.resolve(), entry.resolve() / "__init__.py")
 
 
 def _add_to_sys_path(directory: Path) -> None:

@@ -432,3 +432,13 @@ def test_a_worker_that_goes_away_unasked_fails_the_run_saying_how_and_what_it_ra
     assert f"error: worker 0 (port " in result.stderr
     assert f"components dying, numbers) {said}" in result.stderr
     assert "a worker died" in result.stdout
+
+
+def test_a_workers_error_is_said_in_one_line_that_names_the_exception() -> None:
+    from storm_zmq.runtime.local import one_line
+
+    assert one_line("worker 0: component 'crash' task 3 failed:\nTraceback ...\nZeroDivisionError: x") == (
+        "worker 0: component 'crash' task 3 failed")
+    assert one_line("worker 1: Traceback (most recent call last):\n  File \"w.py\", line 4\n"
+                    "AttributeError: module 'queue' has no attribute 'SimpleQueue'\n") == (
+        "worker 1: AttributeError: module 'queue' has no attribute 'SimpleQueue'")

@@ -250,3 +250,18 @@ def test_name_selects_the_only_topology_too(tmp_path: Path) -> None:
     assert load_topology(file, "WordCount").name == "WordCount"
     with pytest.raises(TopologyError, match="no topology named 'x'"):
         load_topology(file, "x")
+
+
+@pytest.mark.parametrize("shadow", ["src/queue.py", "src/msgpack.py", "src/logging/__init__.py",
+                                    "zmq.py"])
+def test_a_project_module_named_as_one_the_runtime_needs_is_refused(tmp_path: Path, shadow: str) -> None:
+    # Every worker has the project's directories first on its path from its start:
+    # src/queue.py was imported in place of the standard module, and workers died of
+    # tracebacks deep in the runtime.
+    file = project(tmp_path, **{shadow: "X = 1\n"})
+    entry, _, _ = shadow.removesuffix("/__init__.py").partition("/__init__")
+    name = Path(entry).stem
+    with pytest.raises(TopologyError, match=rf"{entry} has the name of the module '{name}' "
+                                            "that storm-zmq and Python need: .* rename it"):
+        load_topology(file)
+    assert str(tmp_path / "src") not in sys.path
