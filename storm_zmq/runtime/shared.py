@@ -216,6 +216,11 @@ class SharedExecutorThread(threading.Thread):
         self.own_threads: list[Executor] = []
         self._watches = {executor: BlockingWatch() for executor in executors}
         self._wake = threading.Event()
+        #: The executor whose step (or finish: cleanup) runs now, and since when
+        #: (time.monotonic): the worker names a component that holds the thread
+        #: (`Worker._say_who_holds_the_thread`). Written here only.
+        self.stepping: Executor | None = None
+        self.step_started = 0.0
         for executor in self.executors:
             executor.shared = True
             executor.incoming.on_put = self._wake.set
@@ -231,10 +236,12 @@ class SharedExecutorThread(threading.Thread):
         if not self._rounds():
             return
         for executor in self.executors:
+            self.stepping, self.step_started = executor, time.monotonic()
             try:
                 executor.finish()
             except BaseException as exc:
                 executor.report_failure(exc)
+        self.stepping = None
 
     def _rounds(self) -> bool:
         """Run rounds until every executor is told to stop: True; False when a
@@ -262,10 +269,11 @@ class SharedExecutorThread(threading.Thread):
                     timed = watch.watching
                     started = perf_counter()
                     busy = busy_clock() if timed else 0.0
-                    stepping = executor
+                    stepping = self.stepping = executor
+                    self.step_started = time.monotonic()
                     if executor.step():
                         worked = True
-                    stepping = None
+                    stepping = self.stepping = None
                     wall = perf_counter() - started
                     if watch.record(wall, busy_clock() - busy if timed else None):
                         self._give_own_thread(executor, watch)

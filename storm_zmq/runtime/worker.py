@@ -61,6 +61,7 @@ from storm_zmq.runtime.serialization import (
 from storm_zmq.runtime.shared import SharedExecutorThread
 from storm_zmq.runtime.tuning import CollectionClock, pin_worker, tune_gc
 from storm_zmq.topology import load_topology
+from storm_zmq.topology.loader import is_user_file
 from storm_zmq.topology.definition import storm_context
 from storm_zmq.topology.grouping import make_chooser
 
@@ -75,6 +76,11 @@ SHUTDOWN_SEND_GRACE = 5.0
 #: A worker whose components' initialize() take longer says every this often which
 #: (a SparkSpout starting Spark, a client connecting): else a slow start looked hung.
 INITIALIZE_NOTICE_SECS = 30.0
+#: A component's code that holds the shared executor thread this long in one go
+#: (the worker's other components wait) is named, then again every
+#: HOLD_NOTICE_REPEAT_SECS while it goes on.
+HOLD_NOTICE_SECS = 10.0
+HOLD_NOTICE_REPEAT_SECS = 60.0
 LATENCY_SAMPLES_PER_REPORT = 5000
 _SYSTEM_STREAM_PREFIX = "__"
 
@@ -88,10 +94,28 @@ class WorkerStopTimedOut(Exception):
 
 
 def _describe_runner(runner: threading.Thread) -> str:
+    """A thread that runs executors, for a message: what it runs and where it is."""
+    where = _where_in_user_code(runner)
     if isinstance(runner, SharedExecutorThread):
         components = sorted({executor.component for executor in runner.executors})
-        return f"the shared executor thread (components {', '.join(map(repr, components))})"
-    return f"component {getattr(runner, 'component', runner.name)!r}'s executor"
+        stepping = runner.stepping
+        inside = f"; in the code of component {stepping.component!r}" if stepping is not None else ""
+        return (f"the shared executor thread (components {', '.join(map(repr, components))}"
+                f"{inside}{', at ' + where if where else ''})")
+    return (f"the executor thread of component {getattr(runner, 'component', runner.name)!r}"
+            f"{' (at ' + where + ')' if where else ''}")
+
+
+def _where_in_user_code(thread: threading.Thread) -> str:
+    """``file:line in function`` of the innermost frame of the user's code that
+    `thread` is running now ('' if none is)."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    if frame is None:
+        return ""
+    for entry in reversed(traceback.extract_stack(frame)):
+        if is_user_file(entry.filename):
+            return f"{entry.filename}:{entry.lineno} in {entry.name}"
+    return ""
 
 
 def _arity_error(values: Sequence[Any], stream: str, component: str, arity: int) -> MalformedTuple:
@@ -516,6 +540,7 @@ class Worker:
                 self.clients[index] = self.context.connect(self.assignment.storm_id, slot.host, slot.port)
         self.executors: list[Executor] = [new_executor(state, ex) for ex in state.local_executors]
         # The threads that run the executors: one each, or one for all of them.
+        self._hold_said: dict[threading.Thread, tuple[float, float]] = {}  # step start, next notice
         self._runners: list[threading.Thread] = (
             [SharedExecutorThread(state, self.executors)]
             if self.conf.get("worker.shared.executor.thread") else list(self.executors)
@@ -585,6 +610,7 @@ class Worker:
                 # a finite run stops on this news: it goes out now, not at the next tick
                 finished_reported, next_stats = True, now
             garbage.tick()
+            self._say_who_holds_the_thread(now)
             if now >= next_stats:
                 next_stats = now + STATS_INTERVAL
                 self.control.report_stats(self.index, self.stats())
@@ -685,6 +711,29 @@ class Worker:
             "errors": list(state.errors),
         }
 
+    def _say_who_holds_the_thread(self, now: float) -> None:
+        """A component blocked in its code (a `process` or `next_tuple` that never
+        returns) showed only as 0 tuples a second, and as a thread that did not stop
+        when the run ended: its name, where it is and who waits behind it are said
+        while it happens."""
+        for runner in self._runners:
+            if not isinstance(runner, SharedExecutorThread):
+                continue
+            stepping, since = runner.stepping, runner.step_started
+            held = now - since
+            if stepping is None or held < HOLD_NOTICE_SECS:
+                continue
+            said = self._hold_said.get(runner)
+            if said is not None and said[0] == since and now < said[1]:
+                continue
+            self._hold_said[runner] = (since, now + HOLD_NOTICE_REPEAT_SECS)
+            others = sorted({e.component for e in runner.executors} - {stepping.component})
+            where = _where_in_user_code(runner)
+            log.warning("component %r (tasks %s) has been in its own code for %.0f s%s; the "
+                        "components of this worker's shared executor thread wait for it (%s)",
+                        stepping.component, ", ".join(map(str, stepping.assignment.tasks)), held,
+                        f", at {where}" if where else "", ", ".join(others) or "none")
+
     def _say_who_is_initializing(self) -> None:
         """Name the executors in start-up now, not those waiting their turn behind
         them in the shared thread; the number of those."""
@@ -740,9 +789,9 @@ class Worker:
         stuck = [_describe_runner(runner) for runner in self._executor_threads() if runner.is_alive()]
         if stuck:  # the process ends without them: say so rather than exit as if clean
             self.state.failures.append(WorkerStopTimedOut(
-                f"{'; '.join(stuck)} did not stop within 12 s of being told to, so their "
-                "components' cleanup() has not run (blocked in process(), next_tuple() or "
-                "cleanup()?)"))
+                f"{'; '.join(stuck)}: did not stop within 12 s of being told to, so "
+                "cleanup() has not run for the components there (blocked in process(), "
+                "next_tuple() or cleanup()?)"))
             self.state.failed.set()
         for thread in threads:
             thread.join(max(0.1, deadline - time.monotonic()))

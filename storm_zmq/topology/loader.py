@@ -31,7 +31,7 @@ import storm_zmq
 from storm_zmq.topology.errors import TopologyError
 from storm_zmq.topology.topology import Topology
 
-__all__ = ["load_topology", "project_dir"]
+__all__ = ["is_user_file", "load_topology", "project_dir"]
 
 _counter = itertools.count(1)
 
@@ -76,7 +76,7 @@ def _refuse_shadowing(*directories: Path) -> None:
     for name, module in list(sys.modules.items()):
         top = name.partition(".")[0]
         where = getattr(module, "__file__", None)
-        if where is None or not _is_user_file(where):  # built in, standard library, installed
+        if where is None or not is_user_file(where):  # built in, standard library, installed
             needed.add(top)
     for directory in directories:
         if not directory.is_dir():
@@ -138,7 +138,7 @@ def _user_location(exc: BaseException, file: Path) -> str:
     if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:
         # the offending file never ran, so it is not in the traceback
         return _location(exc.filename, exc.lineno, exc.text)
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_user_file(f.filename)]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if is_user_file(f.filename)]
     if not frames:
         return ""
     frame = frames[-1]
@@ -159,7 +159,9 @@ def _not_user_dirs() -> tuple[str, ...]:
     return tuple(str(Path(d).resolve()) + "/" for d in dirs)
 
 
-def _is_user_file(filename: str) -> bool:
+def is_user_file(filename: str) -> bool:
+    """Whether code in `filename` is the user's: not Python's, an installed package's
+    or storm-zmq's (error messages point at the user's line)."""
     if filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>
         return False
     resolved = str(Path(filename).resolve())

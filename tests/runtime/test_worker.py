@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -185,3 +186,48 @@ def test_a_components_context_is_pystorms_with_storms_topology_keys() -> None:
         "split_bolt": {"default": {"type": "fields", "fields": ["word"]}}}
     assert context["stream->outputfields"] == {"default": ["word", "count"]}
     assert context["worker.port"] == 6700
+
+
+def test_a_component_holding_the_shared_thread_is_named_with_where_it_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A process() that never returned showed only as 0 tuples a second, and at the
+    # end as a thread that did not stop.
+    import threading
+    import types
+
+    from storm_zmq.runtime.executor import new_executor
+    from storm_zmq.runtime.shared import SharedExecutorThread
+    from storm_zmq.runtime.worker import HOLD_NOTICE_REPEAT_SECS, HOLD_NOTICE_SECS, Worker
+    from tests.runtime.wordcount_state import word_count_state
+
+    state = word_count_state()
+    runner = SharedExecutorThread(state, [new_executor(state, ex) for ex in state.local_executors])
+    count = next(e for e in runner.executors if e.component == "count_bolt")
+    release = threading.Event()
+
+    def process_that_blocks() -> None:  # this file is the user's code here
+        release.wait(30)
+
+    blocked = threading.Thread(target=process_that_blocks)
+    blocked.start()
+    runner._ident = blocked.ident  # type: ignore[attr-defined]  # where it runs: that thread
+    worker = types.SimpleNamespace(_runners=[runner], _hold_said={})
+    try:
+        runner.stepping, runner.step_started = count, 100.0
+        with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.worker"):
+            Worker._say_who_holds_the_thread(worker, 100.0 + HOLD_NOTICE_SECS - 1)  # type: ignore[arg-type]
+            assert not caplog.records
+            Worker._say_who_holds_the_thread(worker, 100.0 + HOLD_NOTICE_SECS)  # type: ignore[arg-type]
+            Worker._say_who_holds_the_thread(worker, 100.0 + HOLD_NOTICE_SECS + 1)  # type: ignore[arg-type]
+            assert len(caplog.records) == 1, "said once, then again after a while"
+            Worker._say_who_holds_the_thread(  # type: ignore[arg-type]
+                worker, 100.0 + HOLD_NOTICE_SECS + HOLD_NOTICE_REPEAT_SECS)
+        first, again = (r.getMessage() for r in caplog.records)
+        assert first.startswith("component 'count_bolt' (tasks ") and "own code for 10 s" in first
+        assert f"test_worker.py:" in first and "in process_that_blocks" in first
+        assert "wait for it (__acker, sentence_spout, split_bolt)" in first
+        assert "for 70 s" in again
+    finally:
+        release.set()
+        blocked.join()
