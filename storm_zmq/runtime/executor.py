@@ -63,6 +63,7 @@ from storm_zmq.runtime.error_throttle import ErrorThrottle
 from storm_zmq.runtime.held import HeldBatch, HeldOutput
 from storm_zmq.runtime.queues import BatchQueue, QueueClosed
 from storm_zmq.runtime.serialization import (
+    SETTLED,
     MalformedTuple,
     SerializationError,
     TupleId,
@@ -176,6 +177,7 @@ class TaskCollector:
         self._bolt: Bolt | None = None  # whose auto-anchors emit resolves
         self._error_throttle: ErrorThrottle | None = None  # report_error's, made then
         self._dropped_direct_throttle: ErrorThrottle | None = None  # _say_dropped_direct's
+        self._said_acked_twice = False
 
     def bind(self, component: Any) -> None:
         """Give a bolt this collector's `emit` and `ack` as its own (instance
@@ -301,6 +303,14 @@ class TaskCollector:
         if bolt is not None and bolt._current_tups and bolt._ack_is_auto_acks(tup):
             return
         executor = self._executor
+        tuple_id = tup.id if type(tup) is Tuple else _id_of(tup)
+        if type(tuple_id) is TupleId:
+            if tuple_id.ack_val < 0:  # SETTLED: its ack would cancel the first one out
+                self._say_acked_twice(tup)
+                return
+        elif tuple_id is not None:
+            raise TypeError(f"component {self._component!r}: ack of {reprlib.repr(tup)}, which "
+                            "is not an input Tuple or a tuple's id")
         executor.acked += 1
         samples = executor._process_samples
         if samples:
@@ -308,9 +318,19 @@ class TaskCollector:
             if sample is not None and sample[0] is tup:
                 executor.process_ms_total += (time.perf_counter() - sample[1]) * 1000.0
                 executor.process_samples += 1
-        tuple_id = tup.id if type(tup) is Tuple else _id_of(tup)
         if type(tuple_id) is TupleId and executor.acking:
             tuple_id.ack_into(executor._acks_out)  # one ACKER_ACK per root and batch, at flush
+            tuple_id.ack_val = SETTLED
+
+    def _say_acked_twice(self, tup: Any) -> None:
+        """A tuple acked a second time (`auto_ack` off): in Storm the two XORs cancel
+        and the tree times out, in silence (pystorm's ShellBolt raised). Here the
+        second ack is skipped, and the first of each task is said."""
+        if not self._said_acked_twice:
+            self._said_acked_twice = True
+            log.warning("component %r task %d acked %s a second time: the second ack is "
+                        "skipped (in Storm its tree would time out); further ones are not "
+                        "logged", self._component, self._task, reprlib.repr(tup))
 
     def fail(self, tup: Tuple) -> None:
         executor = self._executor
@@ -355,6 +375,52 @@ class TaskCollector:
 
     def report_exhausted(self) -> None:
         self._executor._exhausted_tasks.add(self._task)
+
+
+class _StoppedCollector:
+    """What a component's emits and acks reach once its executor stopped (its
+    `cleanup()` ran, its output was flushed for the last time): a thread of the
+    component's own that emits then used to have its tuples dropped in silence,
+    and counted as emitted. Dropped still, nothing flushes them any more, but said
+    (once per task)."""
+
+    def __init__(self, component: str, task: int) -> None:
+        self._component = component
+        self._task = task
+        self._said = False
+
+    def take_over(self, component: Any) -> None:
+        """Become `component`'s collector, and its bound `emit`/`ack` (TaskCollector.bind)."""
+        component._collector = self
+        own = vars(component)
+        for name in ("emit", "ack"):
+            if name in own and getattr(own[name], "__self__", None).__class__ is TaskCollector:
+                own[name] = getattr(self, name)
+
+    def _drop(self, what: str) -> None:
+        if not self._said:
+            self._said = True
+            log.warning("component %r task %d: %s after the component stopped (its cleanup() "
+                        "had returned): dropped; further ones are not logged",
+                        self._component, self._task, what)
+
+    def emit(self, tup: Any, stream: Any = None, anchors: Any = None, direct_task: Any = None,
+             need_task_ids: bool = False, tup_id: Any = None) -> list[int] | None:
+        self._drop("an emit")
+        return [] if need_task_ids else None
+
+    def ack(self, tup: Any) -> None:
+        self._drop("an ack")
+
+    def fail(self, tup: Any) -> None:
+        self._drop("a fail")
+
+    def report_error(self, exc: BaseException, tup: Any) -> None:
+        log.error("component %r task %d reported an error after it stopped:\n%s",
+                  self._component, self._task, "".join(traceback.format_exception(exc)))
+
+    def report_exhausted(self) -> None:
+        pass
 
 
 _ERROR_THROTTLE_DEFAULTS = {key: DEFAULTS[key] for key in (
@@ -519,6 +585,8 @@ class Executor(threading.Thread):
                     self.component, task, self.emitted - emitted,
                 )
         self._flush_unless_closed()
+        for task, component in self.components.items():
+            _StoppedCollector(self.component, task).take_over(component)
 
     def report_failure(self, exc: BaseException) -> None:
         """User code raised: report it with its traceback; the worker dies of it."""

@@ -95,6 +95,12 @@ class TupleId:
         return "TupleId(" + ", ".join(f"{r:x}:{e:x}" for r, e in self.roots.items()) + ")"
 
 
+#: A TupleId's `ack_val` once the tuple was acked by its bolt's own `ack` (the XOR of
+#: 64-bit edge ids is never negative, and stays negative when XORed with more): a
+#: second ack is told from the first.
+SETTLED = -1
+
+
 def one_tree_id(root: int, edge: int) -> TupleId:
     """``TupleId({root: edge})`` without the dict: an anchored emit's per-tuple path."""
     tuple_id = _new_object(TupleId)

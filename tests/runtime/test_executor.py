@@ -451,6 +451,31 @@ def test_a_bolts_own_ack_of_what_auto_ack_acks_is_made_once_with_a_warning(
         "acks it afterwards: acked once, not twice (set auto_ack = False to ack yourself)"]
 
 
+def test_a_second_ack_of_a_tuple_is_skipped_with_a_warning_and_a_non_id_is_refused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # auto_ack off: the second ack's XOR cancelled the first, and the tree timed out
+    # in silence (pystorm's ShellBolt raised); ack("x") was counted and did nothing
+    state, executors = whole_word_count({})
+    spout, split = executors["sentence_spout"], executors["split_bolt"]
+    (spout_component,) = spout.components.values()
+    (split_component,) = split.components.values()
+    spout_component.emit(["a b"], tup_id="s1")
+    spout.flush()
+    ((_, sentence_tuple),) = taken(state, split.index)
+    with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.executor"):
+        split_component.ack(sentence_tuple)
+        split_component.ack(sentence_tuple.id)
+        split_component.ack(sentence_tuple)
+    split.flush()
+    ((_, completion),) = taken(state, spout.index)  # the tree completed: acked once
+    assert completion.stream == ACKER_ACK_STREAM_ID and split.acked == 1
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "acked" in warning and "a second time: the second ack is skipped" in warning
+    with pytest.raises(TypeError, match="ack of 'x', which is not an input Tuple or a tuple's id"):
+        split_component.ack("x")
+
+
 @pytest.mark.parametrize("acking", [True, False], ids=["acking on", "acking off"])
 def test_ack_fail_and_anchors_take_a_tuples_id_as_pystorms_do(acking: bool) -> None:
     """``self.emit(..., anchors=[tup.id])`` and ``self.ack(tup.id)``: the same tree
@@ -1064,3 +1089,23 @@ def test_reported_errors_past_the_throttle_are_counted_not_written(
     assert sum("reported an error" in m for m in messages) == 5
     assert sum("more than 5 errors in 10 s" in m for m in messages) == 1
     assert "RuntimeError: boom4" in messages[4] and "boom5" not in "".join(messages)
+
+
+def test_what_a_component_emits_after_it_stopped_is_dropped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a component's own thread emitting after cleanup() returned: its tuples were
+    # counted as emitted and dropped in silence (nothing flushes them any more)
+    state, executors = whole_word_count({})
+    split = executors["split_bolt"]
+    (component,) = split.components.values()
+    split.finish()
+    with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.executor"):
+        assert component.emit(["late"]) is None
+        assert component.emit(["later"], need_task_ids=True) == []
+        component.ack(sentence(state, "x"))
+    assert split.emitted == 0 and split._buffered == 0
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning == (f"component 'split_bolt' task {split.assignment.tasks[0]}: an emit after "
+                       "the component stopped (its cleanup() had returned): dropped; further "
+                       "ones are not logged")
