@@ -130,7 +130,10 @@ class OutputRefused(BaseException):
     swallow another emit's error. The executor sends the rest of the flush first."""
 
     def __init__(self, task: int, cause: Exception) -> None:
-        super().__init__(f"{type(cause).__name__}: {cause}")
+        hint = (" (found when the output was flushed: topology.testing.always.try.serialize: "
+                "true raises it at the emit, with the emitting line in the traceback)"
+                if isinstance(cause, SerializationError) else "")
+        super().__init__(f"{type(cause).__name__}: {cause}{hint}")
         self._storm_task = task
 
 

@@ -20,6 +20,7 @@ count it against the receiving executor's queue bound without decoding it.
 
 from __future__ import annotations
 
+import reprlib
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -291,13 +292,50 @@ def _explain_batch(
 ) -> str:
     for values in batch:
         for index, value in enumerate(values):
+            top = f"value {index} of the tuple"
             try:
-                msgpack.packb(value)
-            except Exception:
-                return (
-                    f"component {component!r}, stream {stream!r}: value {index} of the tuple "
-                    f"is a {type(value).__module__}.{type(value).__qualname__}, which cannot "
-                    "be serialized (msgpack carries None, bool, int, float, str, bytes, and "
-                    "lists/tuples/dicts of those)"
-                )
+                why = _why_unpackable(value, top, "")
+            except RecursionError:  # msgpack's own limit is about as deep
+                why = f"{top} is nested too deeply for msgpack (about 1,000 levels at most)"
+            if why is not None:
+                return f"component {component!r}, stream {stream!r}: {why}"
     return f"component {component!r}, stream {stream!r}: tuple cannot be serialized: {exc}"
+
+
+_CARRIES = "msgpack carries None, bool, int, float, str, bytes, and lists/tuples/dicts of those"
+
+
+def _why_unpackable(value: Any, top: str, path: str) -> str | None:
+    """What in `value` msgpack refuses, named by its place (`top`, then the
+    subscripts down to the innermost item) and why; None if it packs. Off the hot
+    path: only once an encode failed."""
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            why = _why_unpackable(item, top, f"{path}[{index}]")
+            if why is not None:
+                return why
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            why = (_why_unpackable(key, f"a key of {top}", path)
+                   or _why_unpackable(item, top, f"{path}[{_short(key)}]"))
+            if why is not None:
+                return why
+        return None
+    where = f"{top}{' at ' + path if path else ''}"
+    try:
+        msgpack.packb(value)
+    except OverflowError:
+        return (f"{where} is the int {_short(value)}, outside the 64-bit range msgpack "
+                "carries (-2**63 to 2**64 - 1)")
+    except UnicodeEncodeError as exc:
+        return f"{where} is a str that cannot be encoded as UTF-8 ({exc.reason} at position {exc.start})"
+    except Exception:
+        kind = type(value)
+        return f"{where} is a {kind.__module__}.{kind.__qualname__}, which cannot be serialized ({_CARRIES})"
+    return None
+
+
+def _short(value: Any) -> str:
+    return reprlib.repr(value)
+

@@ -670,9 +670,10 @@ def test_output_that_cannot_be_sent_kills_the_executor_blaming_its_task_after_th
 
     split.components[good_task].process = swallowing_process
     with pytest.raises(OutputRefused, match=r"SerializationError: component 'split_bolt', stream "
-                       r"'default': value 0 of the tuple is a builtins\.int") as refused:
+                       r"'default': value 0 of the tuple is the int 18446744073709551616, outside") as refused:
         split._run_batch([(good_task, sentence(state, "x"))])
     assert refused.value._storm_task == bad_task
+    assert "topology.testing.always.try.serialize: true raises it at the emit" in str(refused.value)
     (batch,) = state.transfer.get_all(timeout=0)
     sent = [(decode_tuples(m.message)[0], decode_tuples(m.message)[3]) for m in batch]
     assert (good_task, [["fine"]]) in sent

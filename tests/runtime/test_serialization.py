@@ -289,7 +289,8 @@ class Custom:
         (object(), "builtins.object"),
         (datetime.datetime(2024, 1, 1), "datetime.datetime"),
         (Custom(), f"{__name__}.Custom"),
-        (2**64, "builtins.int"),
+        (2**64, "the int 18446744073709551616, outside the 64-bit range msgpack carries"),
+        ("\ud800", "a str that cannot be encoded as UTF-8 (surrogates not allowed at position 0)"),
     ],
 )
 def test_unserializable_value_names_component_stream_index_and_type(value: object,
@@ -305,9 +306,16 @@ def test_unserializable_value_names_component_stream_index_and_type(value: objec
     assert info.value.__cause__ is None and info.value.__suppress_context__
 
 
-def test_unserializable_nested_value_names_the_top_level_index() -> None:
-    with pytest.raises(SerializationError, match=r"value 1 .*builtins\.list"):
-        encode_tuple(4, "default", None, ["fine", [1, {2}]], "c")
+def test_unserializable_nested_value_names_its_place_down_to_the_item() -> None:
+    with pytest.raises(SerializationError, match=r"value 1 of the tuple at \[1\]\['k'\] is a builtins\.set"):
+        encode_tuple(4, "default", None, ["fine", [1, {"k": {2}}]], "c")
+    with pytest.raises(SerializationError, match=r"a key of value 0 of the tuple is a builtins\.frozenset"):
+        encode_tuple(4, "default", None, [{frozenset([1]): 2}], "c")
+    deep: list = []
+    for _ in range(2000):
+        deep = [deep]
+    with pytest.raises(SerializationError, match=r"value 0 of the tuple is nested too deeply for msgpack"):
+        encode_tuple(4, "default", None, [deep], "c")
 
 
 def test_unserializable_roots_still_name_component_and_stream() -> None:
