@@ -670,19 +670,28 @@ def closest_key(key: str) -> str | None:
     flag real Apache Storm keys such as ``storm.messaging.netty.min_wait_ms`` or
     ``topology.executor.send.buffer.size``, which must pass through untouched.
     """
-    if key in SCHEMA or not key.startswith(_CHECKED_PREFIXES):
-        return None
     wanted = _normalize(key)
+    if key in SCHEMA or not wanted.startswith(_CHECKED_PREFIXES):  # TOPOLOGY_WORKERS too
+        return None
+    words = sorted(wanted.split("."))
     best: tuple[int, str] | None = None
     for known in SCHEMA:
-        distance = _edit_distance(wanted, _normalize(known), limit=2)
+        normal = _normalize(known)
+        distance = _edit_distance(wanted, normal, limit=2)
+        if distance > 2 and (sorted(normal.split(".")) == words  # topology.spout.max.pending
+                             or normal in (f"{wanted}.{unit}" for unit in _UNITS)):  # no .secs
+            distance = 2
         if distance <= 2 and (best is None or distance < best[0]):
             best = (distance, known)
     return None if best is None else best[1]
 
 
+#: The last word of many keys, which a typo may leave out.
+_UNITS = ("secs", "ms", "size", "bytes")
+
+
 def _normalize(key: str) -> str:
-    return key.lower().replace("_", ".").replace("millis", "ms")
+    return key.lower().replace("_", ".").replace("-", ".").replace("millis", "ms")
 
 
 def _edit_distance(a: str, b: str, limit: int) -> int:

@@ -624,6 +624,12 @@ def test_a_key_our_transports_do_not_have_is_an_error(home: Path, cwd: Path) -> 
         ("storm.messaging.zmq.heartbeat.ivl.millis", "storm.messaging.zmq.heartbeat.ivl.ms"),
         ("storm.messaging.tcp.buffer.size", "storm.messaging.tcp.buffer_size"),
         ("topology.Workers", "topology.workers"),
+        # shapes that passed as user keys (helper audit)
+        ("Topology.Workers", "topology.workers"),
+        ("TOPOLOGY.MAX.SPOUT.PENDING", "topology.max.spout.pending"),
+        ("topology_max_spout_pending", "topology.max.spout.pending"),
+        ("topology.spout.max.pending", "topology.max.spout.pending"),
+        ("topology.message.timeout", "topology.message.timeout.secs"),
     ],
 )
 def test_closest_key_finds_typos(typo: str, meant: str) -> None:
