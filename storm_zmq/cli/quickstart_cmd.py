@@ -11,6 +11,7 @@ package data under ``storm_zmq/quickstart/templates`` (see that package).
 from __future__ import annotations
 
 import argparse
+import keyword
 import re
 import shutil
 from dataclasses import dataclass
@@ -45,6 +46,9 @@ def check_name(name: str) -> None:
         raise UsageError(
             f"invalid project name {name!r}: use a letter followed by letters, digits, "
             "'_' or '-' (at most 64 characters), e.g. wordcount")
+    if keyword.iskeyword(class_name(name)):  # `class None(Topology):` does not compile
+        raise UsageError(f"invalid project name {name!r}: its topology class would be named "
+                         f"{class_name(name)}, a Python keyword; choose another name")
 
 
 def render_project(name: str) -> list[ProjectFile]:

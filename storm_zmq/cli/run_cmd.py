@@ -91,9 +91,13 @@ def _start_ui(args: argparse.Namespace, options: Any) -> Any:
     port = args.ui_port if args.ui_port is not None else conf["ui.port"]
     if not 0 <= port <= 65535:
         raise UsageError(f"--ui-port must be between 0 and 65535, got {port}")
+    worker_ports = list(conf["supervisor.slots.ports"])[:workers]
+    if port in worker_ports:  # the UI took it, and the run blamed supervisor.slots.ports
+        raise UsageError(f"UI port {port} (--ui-port / ui.port) is one of the workers' ports "
+                         f"{worker_ports} (supervisor.slots.ports); choose another")
     source = LocalSource(TopologyLayout.from_definition(definition), definition.name,
                          num_workers=workers)
-    server = start_server(source, conf["ui.host"], port)
+    server = start_server(source, conf["ui.host"], port, flags="--ui-port")
     options.on_started = source.attach
     print(f"storm-zmq UI at {server.url} (Prometheus metrics at {server.url}metrics)",
           flush=True)

@@ -31,15 +31,17 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=serve_ui)
 
 
-def start_server(source: Any, host: str, port: int) -> Any:
-    """A started `MetricsServer`; a port that cannot be bound is a `UsageError`."""
+def start_server(source: Any, host: str, port: int,
+                 flags: str = "--host / --port") -> Any:
+    """A started `MetricsServer`; a port that cannot be bound is a `UsageError`
+    naming the settings and the command's `flags` that choose it."""
     from storm_zmq.metrics.ui import MetricsServer
 
     try:
         server = MetricsServer(source, host, port)
     except OSError as exc:
         raise UsageError(f"cannot serve the UI on {host}:{port}: {exc.strerror or exc} "
-                         "(ui.host / ui.port, --host / --port)") from None
+                         f"(ui.host / ui.port, {flags})") from None
     return server.start()
 
 

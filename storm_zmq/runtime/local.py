@@ -125,6 +125,10 @@ def _refuse_flag_against_override(options: RunOptions) -> None:
                        "disagree; give one of them")
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def _transport_class(name: Any) -> Any:
     return TRANSPORT_ALIASES.get(name, name) if isinstance(name, str) else name
 
@@ -165,8 +169,8 @@ def run_local(options: RunOptions, out: TextIO = sys.stdout) -> RunResult:
     ports = list(conf["supervisor.slots.ports"])[:num_workers]
     if len(ports) < num_workers:
         raise RunError(
-            f"{num_workers} workers need {num_workers} ports, but supervisor.slots.ports has "
-            f"{len(conf['supervisor.slots.ports'])}"
+            f"{_count(num_workers, 'worker')} need as many ports, but supervisor.slots.ports "
+            f"has {len(conf['supervisor.slots.ports'])}"
         )
     check_ports(ports)
     storm_id = f"{definition.name}-local-{uuid.uuid4().hex[:8]}"

@@ -76,9 +76,14 @@ def run_in_process(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple
         (["run", str(WORDCOUNT), "-n", "Nope"], "no topology named 'Nope' (it defines FiniteWordCount)"),
         (["run", str(WORDCOUNT), "--class", "Nope"], "no topology named 'Nope' (it defines FiniteWordCount)"),
         (["run", str(WORDCOUNT), "-w", "3", "-o", "supervisor.slots.ports=[7001,7002]"],
-         "3 workers need 3 ports, but supervisor.slots.ports has 2"),
+         "3 workers need as many ports, but supervisor.slots.ports has 2"),
         (["run", str(WORDCOUNT), "--ui", "--ui-port", "70000"],
          "--ui-port must be between 0 and 65535, got 70000"),
+        # the UI took it, then the run blamed supervisor.slots.ports
+        (["run", str(WORDCOUNT), "--ui", "--ui-port", "7002", "-w", "2", "-o",
+          "supervisor.slots.ports=[7001,7002]"],
+         "UI port 7002 (--ui-port / ui.port) is one of the workers' ports [7001, 7002] "
+         "(supervisor.slots.ports); choose another"),
         # cluster commands: refused before ZooKeeper is asked anything (a rebalance
         # with -w -1 used to deactivate the topology, then die in time.sleep)
         (["rebalance", "t", "-w", "-1"], "argument -w/--wait: expected a number of seconds >= 0, got '-1'"),

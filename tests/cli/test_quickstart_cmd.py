@@ -35,7 +35,8 @@ def test_class_name_is_camel_case() -> None:
     assert class_name("x") == "X"
 
 
-@pytest.mark.parametrize("name", ["1abc", "a/b", "../x", "a.b", "", "a b", "x" * 65])
+@pytest.mark.parametrize("name", ["1abc", "a/b", "../x", "a.b", "", "a b", "x" * 65,
+                                  "None", "true"])  # class None(Topology): a SyntaxError
 def test_an_invalid_name_is_a_usage_error(tmp_path: Path, name: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["quickstart", name, "-d", str(tmp_path)]) == 2

@@ -325,7 +325,7 @@ def test_run_with_ui_on_a_busy_port_fails_before_any_worker_starts(tmp_path: Pat
             capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr == f"storm-zmq: error: cannot serve the UI on 127.0.0.1:{busy.port}: " \
-        "Address already in use (ui.host / ui.port, --host / --port)\n"
+        "Address already in use (ui.host / ui.port, --ui-port)\n"
     assert "worker(s) on port(s)" not in result.stdout
 
 
