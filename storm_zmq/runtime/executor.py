@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import operator
 import random
 import reprlib
 import threading
@@ -264,9 +265,14 @@ class TaskCollector:
                 f"component {self._component!r}: direct_task given for stream "
                 f"{route.stream!r}, which is not declared direct"
             )
-        if direct_task.__class__ is not int:
-            raise TypeError(f"component {self._component!r}: direct_task must be a task id "
-                            f"(an int), got {direct_task!r}")
+        if direct_task.__class__ is not int:  # a numpy integer is one too; True is not
+            try:
+                if isinstance(direct_task, bool):
+                    raise TypeError
+                direct_task = operator.index(direct_task)
+            except TypeError:
+                raise TypeError(f"component {self._component!r}: direct_task must be a task "
+                                f"id (an int), got {direct_task!r}") from None
         if direct_task not in route.direct_targets:
             self._say_dropped_direct(route, direct_task)
             return ()
@@ -1332,14 +1338,14 @@ class BoltExecutor(Executor):
         self._run_each(((task, tup),))
 
 
-#: The stream that tells a spout task each acker outcome (reset_timeout is not sent:
-#: no stream asks the acker for it).
 def _message_timeouts(conf: dict[str, Any]) -> bool:
     """topology.enable.message.timeouts, a topology-wide setting as in Storm (a
     topology submitted by an older storm-zmq has no such key)."""
     return bool(conf.get("topology.enable.message.timeouts", True))
 
 
+#: The stream that tells a spout task each acker outcome (reset_timeout is not sent:
+#: no stream asks the acker for it).
 OUTCOME_STREAMS = {"ack": ACKER_ACK_STREAM_ID, "fail": ACKER_FAIL_STREAM_ID}
 
 

@@ -61,9 +61,9 @@ from storm_zmq.runtime.serialization import (
 from storm_zmq.runtime.shared import SharedExecutorThread
 from storm_zmq.runtime.tuning import CollectionClock, pin_worker, tune_gc
 from storm_zmq.topology import load_topology
-from storm_zmq.topology.loader import is_user_file
 from storm_zmq.topology.definition import storm_context
 from storm_zmq.topology.grouping import make_chooser
+from storm_zmq.topology.loader import is_user_file
 
 log = logging.getLogger(__name__)
 

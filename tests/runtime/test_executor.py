@@ -822,8 +822,15 @@ def test_a_direct_emit_to_a_task_that_does_not_subscribe_is_dropped_with_a_warni
     assert acked == ["a"]
     (warning,) = [r.getMessage() for r in caplog.records if "direct emit" in r.getMessage()]
     assert f"to task {everyone}, which does not subscribe to it (subscribed: {sorted(chosen)})" in warning
-    with pytest.raises(TypeError, match="direct_task must be a task id"):
-        component.emit([4, "x"], direct_task=str(chosen[0]))
+    for wrong in (str(chosen[0]), True, 3.0):
+        with pytest.raises(TypeError, match="direct_task must be a task id"):
+            component.emit([4, "x"], direct_task=wrong)
+
+    class NumpyLikeInt:  # an integer of another type (numpy's int64) names a task too
+        def __index__(self) -> int:
+            return chosen[1]
+
+    assert component.emit([5, "x"], direct_task=NumpyLikeInt(), need_task_ids=True) == [chosen[1]]
 
 
 def test_a_completion_for_a_spout_of_another_worker_leaves_as_the_ackers_tuple() -> None:

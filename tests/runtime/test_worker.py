@@ -225,7 +225,7 @@ def test_a_component_holding_the_shared_thread_is_named_with_where_it_is(
                 worker, 100.0 + HOLD_NOTICE_SECS + HOLD_NOTICE_REPEAT_SECS)
         first, again = (r.getMessage() for r in caplog.records)
         assert first.startswith("component 'count_bolt' (tasks ") and "own code for 10 s" in first
-        assert f"test_worker.py:" in first and "in process_that_blocks" in first
+        assert "test_worker.py:" in first and "in process_that_blocks" in first
         assert "wait for it (__acker, sentence_spout, split_bolt)" in first
         assert "for 70 s" in again
     finally:

@@ -166,6 +166,23 @@ class DyingBolt(Bolt):
             os._exit(0)
 
 
+class BurstSpout(Spout):
+    """Emits test.count ids in its first next_tuple() (a file read whole, say), then
+    reports exhausted."""
+
+    outputs = ["id"]
+
+    def initialize(self, conf, ctx):
+        self.count, self.done = conf["test.count"], False
+
+    def next_tuple(self):
+        if not self.done:
+            self.done = True
+            for i in range(self.count):
+                self.emit([i])
+            self.report_exhausted()
+
+
 class SetSpout(Spout):
     outputs = ["value"]
 
