@@ -508,6 +508,11 @@ class Executor(threading.Thread):
         #: `_hold_limit` tuples or more.
         self._held = HeldOutput()
         self._hold_limit = self._max_buffered
+        #: Held output no turn can reach but one call of the component's code that
+        #: emits without end: the thread then hands its other executors over and
+        #: this one waits for room (`SharedExecutorThread.hand_over`).
+        self._hand_over_at = 16 * max(self._hold_limit, self.incoming.capacity)
+        self.shared_thread: Any = None  # the SharedExecutorThread running it, if one
         #: Input batches a shared thread's bolt took but left for later (its output
         #: is held, or its turn is over); replaced whole, never changed in place
         #: (stats read it).
@@ -1048,9 +1053,24 @@ class Executor(threading.Thread):
             not self.worker.throttle.throttled if remote else len(queue) < queue.capacity
         ):  # the common case, once per flushed batch: no HeldBatch (its task set) built
             queue.put(batch, force=True, weight=weight)
+            if remote and len(queue) >= self._hand_over_at:  # past its bound, by one call
+                self._hand_over()
             return
         self._held.add(HeldBatch(queue, batch, weight, remote), self._try_put, self._must_wait,
                        self._part_of)
+        if self._held.tuples >= self._hand_over_at:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Output of one call of the component's code (held, or past the transfer
+        queue's bound) that no turn reaches: it emits without end. The shared thread
+        hands its other executors to another and runs this one alone, which waits
+        for room from now on, as in a thread of its own: memory stays bounded
+        (`SharedExecutorThread.hand_over`)."""
+        if self.shared_thread is None or self.stop_requested.is_set():
+            return
+        self.shared_thread.hand_over(self)
+        self._release_held()  # waiting for room now, in the order it was held
 
     def _try_put(self, held: HeldBatch) -> bool:
         """Put a held batch if its queue may take it: a local queue with room; the

@@ -65,6 +65,14 @@ costs about 2 µs and keeps the interpreter's lock: one that let go of it took 5
 on average in a busy worker) only from a turn of `WATCH_AFTER` or longer on, until
 `WATCH_WINDOW` of them is judged.
 
+A component that emits without end in one call. A spout whose one `next_tuple()`
+emits a whole file cannot be stopped halfway by holding: what it holds grew without
+bound (a spout of 3 million tuples in one call took 817 MB, with a thread of its own
+40 MB). Once what an executor holds reaches `Executor._hand_over_at` tuples in one
+call, the thread hands its other executors to a new shared thread and from then on
+runs that executor alone, as its own thread (`hand_over`): the emit waits for room as
+with the option off, and its consumers, in the new thread, make it.
+
 A component that raises kills the worker as with threads: the thread reports it with
 its traceback and stops. Stopping: the thread ends when every executor still in it
 was told to stop, then flushes each and runs its `cleanup()`; an executor that left
@@ -207,10 +215,16 @@ def _pread_holding_the_lock(fd: int) -> Callable[[], bytes] | None:
 
 
 class SharedExecutorThread(threading.Thread):
-    def __init__(self, state: WorkerState, executors: Sequence[Executor]) -> None:
+    def __init__(self, state: WorkerState, executors: Sequence[Executor],
+                 on_successor: Callable[[SharedExecutorThread], None] | None = None) -> None:
         super().__init__(name="executors", daemon=True)
         self.state = state
         self.executors = list(executors)
+        #: Told of the thread that takes this one's executors over (`hand_over`): the
+        #: worker joins it when it stops.
+        self._on_successor = on_successor
+        #: The executor this thread runs alone since `hand_over`, if one.
+        self.handed_over: Executor | None = None
         #: Executors that left for a thread of their own (`BlockingWatch`); the
         #: worker joins them when it stops.
         self.own_threads: list[Executor] = []
@@ -223,17 +237,23 @@ class SharedExecutorThread(threading.Thread):
         self.step_started = 0.0
         for executor in self.executors:
             executor.shared = True
+            executor.shared_thread = self
             executor.incoming.on_put = self._wake.set
         state.transfer.on_take = self._wake.set  # room for the executors it stopped
 
     def run(self) -> None:
         for executor in self.executors:
+            if executor.started_up:  # taken over from another thread (hand_over)
+                continue
             try:
                 executor.start_up()
             except BaseException as exc:
                 executor.report_failure(exc)
                 return
         if not self._rounds():
+            return
+        if self.handed_over is not None:
+            self.handed_over.run()  # its loop goes on here, as in a thread of its own
             return
         for executor in self.executors:
             self.stepping, self.step_started = executor, time.monotonic()
@@ -274,6 +294,8 @@ class SharedExecutorThread(threading.Thread):
                     if executor.step():
                         worked = True
                     stepping = self.stepping = None
+                    if self.handed_over is not None:
+                        return True
                     wall = perf_counter() - started
                     if watch.record(wall, busy_clock() - busy if timed else None):
                         self._give_own_thread(executor, watch)
@@ -292,6 +314,35 @@ class SharedExecutorThread(threading.Thread):
             return False
         finally:
             busy_clock.close()
+
+    def hand_over(self, executor: Executor) -> None:
+        """Called by `executor`, in this thread, in the middle of its step: it holds
+        too much output from one call of its component. Its fellow executors go to
+        a new shared thread; this one goes on with `executor` alone, which from now
+        on waits for room where it held output (its caller puts what it holds
+        first). Its consumers are in the new thread, so the wait ends."""
+        others = [e for e in self.executors if e is not executor]
+        self.executors = [executor]
+        self._watches = {}
+        self.handed_over = executor
+        self.stepping = None  # no longer holds anyone up (`Worker._say_who_holds_the_thread`)
+        executor.shared = False
+        executor.shared_thread = None
+        executor.incoming.on_put = None
+        log.warning(
+            "component %r (executor %d) emitted more in one call of its code than its "
+            "consumers could take (a next_tuple() or process() that emits without end): it "
+            "runs in a thread of its own from now on, where an emit waits for room, so that "
+            "memory stays bounded", executor.component, executor.index)
+        if not others:
+            return
+        successor = SharedExecutorThread(self.state, others, self._on_successor)
+        executor.incoming.on_take = successor._wake.set  # its producers hold for it there
+        for own in self.own_threads:
+            own.incoming.on_take = successor._wake.set
+        if self._on_successor is not None:
+            self._on_successor(successor)
+        successor.start()
 
     def _give_own_thread(self, executor: Executor, watch: BlockingWatch) -> None:
         """`executor` waits in its own code: from now on it runs in a thread of its

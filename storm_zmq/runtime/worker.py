@@ -541,10 +541,11 @@ class Worker:
         self.executors: list[Executor] = [new_executor(state, ex) for ex in state.local_executors]
         # The threads that run the executors: one each, or one for all of them.
         self._hold_said: dict[threading.Thread, tuple[float, float]] = {}  # step start, next notice
-        self._runners: list[threading.Thread] = (
-            [SharedExecutorThread(state, self.executors)]
-            if self.conf.get("worker.shared.executor.thread") else list(self.executors)
-        )
+        self._runners: list[threading.Thread] = []
+        if self.conf.get("worker.shared.executor.thread"):  # and those it hands over to
+            self._runners.append(SharedExecutorThread(state, self.executors, self._runners.append))
+        else:
+            self._runners += self.executors
         threads = [
             threading.Thread(target=self._guarded, args=("receive", self._receive_loop),
                              name="receive", daemon=True),
@@ -556,7 +557,7 @@ class Worker:
                                             name="backpressure", daemon=True))
         for thread in threads:
             thread.start()
-        for runner in self._runners:
+        for runner in list(self._runners):  # a runner's successor is started by it
             runner.start()
         # said before a supervisor (or `run`) gives up on the worker
         notice_every = min(INITIALIZE_NOTICE_SECS,
