@@ -343,8 +343,11 @@ class TaskCollector:
 
     def fail(self, tup: Tuple) -> None:
         executor = self._executor
-        executor.failed += 1
         tuple_id = tup.id if type(tup) is Tuple else _id_of(tup)
+        if tuple_id is not None and type(tuple_id) is not TupleId:
+            raise TypeError(f"component {self._component!r}: fail of {reprlib.repr(tup)}, which "
+                            "is not an input Tuple or a tuple's id")
+        executor.failed += 1
         if type(tuple_id) is TupleId and executor.acking:
             if executor._acks_out:
                 # Acks wait to be folded until the flush; a fail goes at once. Storm's
@@ -1053,7 +1056,7 @@ class Executor(threading.Thread):
             not self.worker.throttle.throttled if remote else len(queue) < queue.capacity
         ):  # the common case, once per flushed batch: no HeldBatch (its task set) built
             queue.put(batch, force=True, weight=weight)
-            if remote and len(queue) >= self._hand_over_at:  # past its bound, by one call
+            if remote and len(queue) >= queue.capacity + self._hand_over_at:  # by one call
                 self._hand_over()
             return
         self._held.add(HeldBatch(queue, batch, weight, remote), self._try_put, self._must_wait,
@@ -1327,6 +1330,7 @@ class BoltExecutor(Executor):
                                                     ^ tuple_id.ack_val)
                                 else:
                                     tuple_id.ack_into(self._acks_out)
+                                tuple_id.ack_val = SETTLED  # a later ack of it is told
                         else:
                             components[task].process(tup)
                         executed += 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import re
 import reprlib
 import signal
 import socket
@@ -47,9 +48,16 @@ def one_line(error: str) -> str:
     """A worker's error, whose traceback it printed already, in one line: its first,
     or for a bare traceback (whose first line says nothing) the exception's."""
     head, _, rest = error.partition("\n")
-    if head.endswith(_TRACEBACK_HEAD) and rest.strip():
-        head = head.removesuffix(_TRACEBACK_HEAD) + rest.strip().splitlines()[-1]
+    if head.endswith(_TRACEBACK_HEAD):
+        # the exception's line: the last one that names an exception type (notes
+        # added to it come after it)
+        raised = [line for line in rest.splitlines() if _EXCEPTION_LINE.match(line)]
+        if raised:
+            head = head.removesuffix(_TRACEBACK_HEAD) + raised[-1]
     return head.rstrip(":")
+
+
+_EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(: |$)")
 
 
 class RunError(Exception):
@@ -417,12 +425,12 @@ class _Runner:
                 self.stopped.add(index)
 
     def _terminate(self) -> None:
+        """Whatever worker is still there after its stop (and the joins) is stuck:
+        killed. Workers ignore SIGTERM (a group's signal is the runner's to handle)."""
         for process in self.processes:
             if process.is_alive():
-                process.terminate()
-                process.join(5)
-            if process.is_alive():
                 process.kill()
+                process.join(5)
 
     def _say(self, text: str) -> None:
         print(text, file=self.out, flush=True)

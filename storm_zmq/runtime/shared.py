@@ -256,7 +256,8 @@ class SharedExecutorThread(threading.Thread):
             self.handed_over.run()  # its loop goes on here, as in a thread of its own
             return
         for executor in self.executors:
-            self.stepping, self.step_started = executor, time.monotonic()
+            self.step_started = time.monotonic()  # first: the worker reads stepping, then this
+            self.stepping = executor
             try:
                 executor.finish()
             except BaseException as exc:
@@ -289,8 +290,8 @@ class SharedExecutorThread(threading.Thread):
                     timed = watch.watching
                     started = perf_counter()
                     busy = busy_clock() if timed else 0.0
+                    self.step_started = time.monotonic()  # first: see finish's loop in run
                     stepping = self.stepping = executor
-                    self.step_started = time.monotonic()
                     if executor.step():
                         worked = True
                     stepping = self.stepping = None
@@ -338,11 +339,14 @@ class SharedExecutorThread(threading.Thread):
             return
         successor = SharedExecutorThread(self.state, others, self._on_successor)
         executor.incoming.on_take = successor._wake.set  # its producers hold for it there
+        # the executors that left this thread are the successor's to wake and yield to
+        # (the worker joins them through either list)
+        successor.own_threads.extend(self.own_threads)
         for own in self.own_threads:
             own.incoming.on_take = successor._wake.set
-        if self._on_successor is not None:
-            self._on_successor(successor)
         successor.start()
+        if self._on_successor is not None:  # listed once started: joining needs it started
+            self._on_successor(successor)
 
     def _give_own_thread(self, executor: Executor, watch: BlockingWatch) -> None:
         """`executor` waits in its own code: from now on it runs in a thread of its

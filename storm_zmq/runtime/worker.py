@@ -96,6 +96,8 @@ class WorkerStopTimedOut(Exception):
 def _describe_runner(runner: threading.Thread) -> str:
     """A thread that runs executors, for a message: what it runs and where it is."""
     where = _where_in_user_code(runner)
+    if isinstance(runner, SharedExecutorThread) and runner.handed_over is not None:
+        runner = runner.handed_over  # the thread runs that one alone (hand_over)
     if isinstance(runner, SharedExecutorThread):
         components = sorted({executor.component for executor in runner.executors})
         stepping = runner.stepping
@@ -1055,9 +1057,12 @@ def _process_usage() -> dict[str, float]:
 
 def worker_main(spec: dict[str, Any], pipe: Any) -> None:
     """Entry point of a worker process (multiprocessing "spawn" target)."""
-    # Ctrl-C in a terminal reaches the whole process group: the runner orchestrates
-    # the graceful stop, so a worker must not die of it on its own.
+    # Ctrl-C in a terminal reaches the whole process group, and so does the SIGTERM
+    # of `timeout` or a service manager: the runner orchestrates the graceful stop,
+    # so a worker must not die of either on its own (it stops when the runner's pipe
+    # closes, if the runner is gone).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # The terminal's stderr, every line named by the worker; a component's print()
     # too (the run's own progress and summary are on stdout).
     configure_worker_logging(spec["conf"], None, f"worker-{spec['worker_index']}",

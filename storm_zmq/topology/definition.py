@@ -123,11 +123,11 @@ def with_max_task_parallelism(definition: TopologyDefinition,
 
 def _grouping_json(grouping: GroupingSpec) -> dict[str, Any]:
     """A grouping as Storm's multilang context gives it: the Thrift union's field
-    name, and the fields of a fields grouping. A global grouping is Storm's fields
-    grouping on no fields, and reads so."""
+    (``FIELDS``, ``SHUFFLE``, ``LOCAL_OR_SHUFFLE``...), and the fields of a fields
+    grouping. A global grouping is Storm's fields grouping on no fields, and reads so."""
     if grouping.kind in ("fields", "global"):
-        return {"type": "fields", "fields": list(grouping.fields)}
-    return {"type": grouping.kind}
+        return {"type": "FIELDS", "fields": list(grouping.fields)}
+    return {"type": grouping.kind.upper()}
 
 
 def storm_context(definition: TopologyDefinition, component: str) -> dict[str, Any]:

@@ -63,31 +63,50 @@ def load_topology(path: str | Path, name: str | None = None) -> type[Topology]:
 #: Imported by a worker after the project is on its path (lazily), or by the
 #: components it runs: not always in this process's modules yet.
 _RUNTIME_MODULES = frozenset({"storm_zmq", "zmq", "msgpack", "yaml", "kazoo", "pyspark", "py4j"})
+_STDLIB_DIRS = tuple(str(Path(p).resolve()) + "/" for key, p in sysconfig.get_paths().items()
+                     if key in ("stdlib", "platstdlib"))
 
 
 def _refuse_shadowing(*directories: Path) -> None:
     """A module of the project named as one that storm-zmq imports (``src/queue.py``,
     ``src/msgpack.py``) would be imported in its place in every worker, which gets
     the project's directories first on its path from its start: the workers died
-    of tracebacks deep in the runtime, and the run said only that they exited."""
+    of tracebacks deep in the runtime, and the run said only that they exited.
+    Only what the import system would take for a module counts (a ``.py`` file, an
+    extension, a directory with ``__init__.py``: a plain directory such as ``site/``
+    or ``email/`` of templates shadows nothing), and only modules of the standard
+    library and storm-zmq's own dependencies (built-in and frozen ones cannot be
+    shadowed)."""
     import storm_zmq.runtime.worker  # noqa: F401  what a worker has imported (spawn: after its path)
 
     needed = set(_RUNTIME_MODULES)
     for name, module in list(sys.modules.items()):
-        top = name.partition(".")[0]
         where = getattr(module, "__file__", None)
-        if where is None or not is_user_file(where):  # built in, standard library, installed
-            needed.add(top)
+        origin = getattr(getattr(module, "__spec__", None), "origin", None)
+        if where and origin not in ("built-in", "frozen") and \
+                str(Path(where).resolve()).startswith(_STDLIB_DIRS) and "-packages/" not in where:
+            needed.add(name.partition(".")[0])
     for directory in directories:
         if not directory.is_dir():
             continue
         for entry in sorted(directory.iterdir()):
-            name = entry.stem if entry.suffix == ".py" else entry.name if entry.is_dir() else None
+            name = _module_name(entry)
             if name in needed and not _is_module(sys.modules.get(name), entry):
                 raise TopologyError(
                     f"{entry} has the name of the module {name!r} that storm-zmq and Python "
                     f"need: with {directory} first on the path of every worker it would be "
                     "imported instead of it; rename it")
+
+
+def _module_name(entry: Path) -> str | None:
+    """The module `entry` is on a path, if the import system would take it for one."""
+    if entry.is_dir():
+        return entry.name if (entry / "__init__.py").is_file() else None
+    if entry.suffix == ".py":
+        return entry.stem
+    if entry.suffix == ".so":  # an extension: name.cpython-311-x86_64-linux-gnu.so
+        return entry.name.partition(".")[0]
+    return None
 
 
 def _is_module(module: ModuleType | None, entry: Path) -> bool:

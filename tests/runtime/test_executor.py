@@ -474,6 +474,34 @@ def test_a_second_ack_of_a_tuple_is_skipped_with_a_warning_and_a_non_id_is_refus
     assert "acked" in warning and "a second time: the second ack is skipped" in warning
     with pytest.raises(TypeError, match="ack of 'x', which is not an input Tuple or a tuple's id"):
         split_component.ack("x")
+    with pytest.raises(TypeError, match="fail of 'x', which is not an input Tuple or a tuple's id"):
+        split_component.fail("x")
+
+
+def test_a_tuple_auto_acked_inline_and_acked_again_later_is_acked_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a bolt that keeps its input and acks it after process() returned, with
+    # auto_ack on: the second XOR cancelled the inline ack and the tree timed out
+    state, executors = whole_word_count({})
+    spout, split, count = (executors[c] for c in ("sentence_spout", "split_bolt", "count_bolt"))
+    (spout_component,) = spout.components.values()
+    (count_component,) = count.components.values()
+    kept = []
+    counted = count_component.process
+    count_component.process = lambda tup: (kept.append(tup), counted(tup))  # type: ignore[method-assign]
+    assert count._acks_inline()
+    spout_component.emit(["a"], tup_id="s1")
+    spout.flush()
+    split._run_batch(taken(state, split.index))
+    split.flush()
+    count._run_batch(taken(state, count.index))
+    with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.executor"):
+        count_component.ack(kept[0])
+    count.flush()
+    ((_, completion),) = taken(state, spout.index)
+    assert completion.stream == ACKER_ACK_STREAM_ID, "the tree completed"
+    assert any("a second time" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.parametrize("acking", [True, False], ids=["acking on", "acking off"])

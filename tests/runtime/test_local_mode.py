@@ -246,7 +246,8 @@ def test_a_long_drain_says_what_it_waits_for_and_ctrl_c_ends_it(tmp_path: Path, 
         for line in process.stdout:  # the first progress line: the topology is running
             if line.startswith("["):
                 break
-        process.send_signal(signal.SIGTERM)  # the runner only, as `timeout` does
+        # `timeout` and service managers signal the whole group: the workers too
+        os.killpg(process.pid, signal.SIGTERM)
     seen = []
     for line in process.stderr:  # no un-acked tree completes: the drain waits
         seen.append(line)
@@ -439,3 +440,6 @@ def test_a_workers_error_is_said_in_one_line_that_names_the_exception() -> None:
     assert one_line("worker 1: Traceback (most recent call last):\n  File \"w.py\", line 4\n"
                     "AttributeError: module 'queue' has no attribute 'SimpleQueue'\n") == (
         "worker 1: AttributeError: module 'queue' has no attribute 'SimpleQueue'")
+    assert one_line("worker 0: Traceback (most recent call last):\n  File \"b.py\", line 9\n"
+                    "ValueError: bad\nraised by process_batch for the batch of key 'k' (3 tuples)") == (
+        "worker 0: ValueError: bad")  # a note added to the exception comes after it

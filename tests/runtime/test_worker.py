@@ -183,7 +183,7 @@ def test_a_components_context_is_pystorms_with_storms_topology_keys() -> None:
     assert (context["taskid"], context["componentid"]) == (task, "count_bolt")
     assert context["task->component"][str(task)] == "count_bolt"
     assert context["source->stream->grouping"] == {
-        "split_bolt": {"default": {"type": "fields", "fields": ["word"]}}}
+        "split_bolt": {"default": {"type": "FIELDS", "fields": ["word"]}}}
     assert context["stream->outputfields"] == {"default": ["word", "count"]}
     assert context["worker.port"] == 6700
 

@@ -265,3 +265,10 @@ def test_a_project_module_named_as_one_the_runtime_needs_is_refused(tmp_path: Pa
                                             "that storm-zmq and Python need: .* rename it"):
         load_topology(file)
     assert str(tmp_path / "src") not in sys.path
+
+
+def test_directories_that_are_no_modules_and_unneeded_names_are_not_refused(tmp_path: Path) -> None:
+    # a plain directory (mkdocs' site/, templates in email/) shadows nothing
+    file = project(tmp_path, **{"site/index.html": "<html/>", "src/email/welcome.txt": "hi",
+                                "src/bolts/queue.py": "X = 1\n"})  # not top-level: no shadow
+    assert load_topology(file).__name__ == "WordCount"

@@ -475,14 +475,14 @@ def test_the_storm_context_describes_a_components_streams_and_subscriptions() ->
         "streams": ["default", "numbers"],
         "stream->outputfields": {"default": ["word"], "numbers": ["n"]},
         "stream->target->grouping": {
-            "default": {"by_word": {"type": "fields", "fields": ["word"]}, "one": {"type": "all"}},
-            "numbers": {"one": {"type": "fields", "fields": []}},  # Storm's global grouping
+            "default": {"by_word": {"type": "FIELDS", "fields": ["word"]}, "one": {"type": "ALL"}},
+            "numbers": {"one": {"type": "FIELDS", "fields": []}},  # Storm's global grouping
         },
         "source->stream->grouping": {},
         "source->stream->fields": {},
     }
     one = storm_context(definition, "one")
     assert one["source->stream->grouping"] == {
-        "s": {"numbers": {"type": "fields", "fields": []}, "default": {"type": "all"}}}
+        "s": {"numbers": {"type": "FIELDS", "fields": []}, "default": {"type": "ALL"}}}
     assert one["source->stream->fields"] == {"s": {"numbers": ["n"], "default": ["word"]}}
     assert one["streams"] == [] and one["stream->target->grouping"] == {}  # it declares none
