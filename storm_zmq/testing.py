@@ -107,13 +107,22 @@ class _RecordingCollector:
         bolt = h.component
         if isinstance(bolt, Bolt) and bolt._ack_is_auto_acks(tup):
             return  # as in a worker: acked once, by auto_ack
-        tup = h.input_of(tup)
-        if tup in h.acked:  # in a worker the second ack undoes the first: a timeout
-            h.component.logger.warning("acked %r twice: in a topology its tree times out", tup)
+        tup = self._input(tup, "ack")
+        if tup in h.acked:  # a worker skips the second ack, with a warning
+            h.component.logger.warning("acked %r twice: in a topology the second ack is "
+                                       "skipped (in Storm its tree would time out)", tup)
         h.acked.append(tup)
 
     def fail(self, tup: Tuple | Any) -> None:
-        self._harness.failed.append(self._harness.input_of(tup))
+        self._harness.failed.append(self._input(tup, "fail"))
+
+    def _input(self, tup: Tuple | Any, what: str) -> Tuple | Any:
+        """The input `tup` is or names; anything else is refused, as a worker does."""
+        found = self._harness.input_of(tup)
+        if found is tup and tup is not None and not isinstance(tup, Tuple):
+            raise TypeError(f"component {self._harness.name!r}: {what} of {tup!r}, which is not "
+                            "an input Tuple or a tuple's id")
+        return found
 
     def report_error(self, exc: BaseException, tup: Tuple | None) -> None:
         self._harness.errors.append((exc, tup))

@@ -542,3 +542,13 @@ def test_an_emit_anchored_to_what_is_no_tuple_is_refused_as_in_a_worker() -> Non
     tup = h.process(["a"])
     h.component.emit(["b"], anchors=[tup.id])  # an input's id is fine, as in pystorm
     assert h.emits[-1].anchors == [tup.id]
+
+
+def test_ack_or_fail_of_what_is_no_input_is_refused_as_in_a_worker() -> None:
+    h = BoltHarness(EchoBolt)
+    tup = h.process(["a"])
+    for method in (h.component.ack, h.component.fail):
+        with pytest.raises(TypeError, match="of 'x', which is not an input Tuple or a tuple's id"):
+            method("x")
+    h.component.ack(tup.id)  # an input's id is fine
+    assert h.acked[-1] is tup
