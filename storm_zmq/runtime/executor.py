@@ -934,6 +934,8 @@ class Executor(threading.Thread):
                 chooser.refresh(loads, weights)
 
     def _publish(self) -> None:
+        if not self.shared and self._held:  # handed over mid-step: what it held goes first
+            self._release_held()
         if self._acks_out:
             acks, self._acks_out = self._acks_out, {}
             self._send_acks(acks)

@@ -73,6 +73,12 @@ call, the thread hands its other executors to a new shared thread and from then 
 runs that executor alone, as its own thread (`hand_over`): the emit waits for room as
 with the option off, and its consumers, in the new thread, make it.
 
+A call that never ends (a `process` blocked on a connection) is never judged by
+`BlockingWatch`, whose judgement comes at the end of a step. The worker's main thread
+watches the step in progress instead, and past `HOLD_NOTICE_SECS` it names the
+component and moves the thread's other executors to a new shared thread
+(`move_others_off`, the same hand-over): they go on without it.
+
 A component that raises kills the worker as with threads: the thread reports it with
 its traceback and stops. Stopping: the thread ends when every executor still in it
 was told to stop, then flushes each and runs its `cleanup()`; an executor that left
@@ -225,6 +231,9 @@ class SharedExecutorThread(threading.Thread):
         self._on_successor = on_successor
         #: The executor this thread runs alone since `hand_over`, if one.
         self.handed_over: Executor | None = None
+        #: Held while `stepping` changes and while another thread hands over
+        #: (`move_others_off`): a step cannot end, and the next begin, meanwhile.
+        self._turn_lock = threading.Lock()
         #: Executors that left for a thread of their own (`BlockingWatch`); the
         #: worker joins them when it stops.
         self.own_threads: list[Executor] = []
@@ -256,8 +265,9 @@ class SharedExecutorThread(threading.Thread):
             self.handed_over.run()  # its loop goes on here, as in a thread of its own
             return
         for executor in self.executors:
-            self.step_started = time.monotonic()  # first: the worker reads stepping, then this
-            self.stepping = executor
+            with self._turn_lock:
+                self.step_started = time.monotonic()  # first: the worker reads stepping, then this
+                self.stepping = executor
             try:
                 executor.finish()
             except BaseException as exc:
@@ -274,6 +284,7 @@ class SharedExecutorThread(threading.Thread):
         next_yield = 0.0
         watches = self._watches
         perf_counter = time.perf_counter
+        turn_lock = self._turn_lock
         busy_clock = BusyClock()
         try:
             while True:
@@ -290,13 +301,15 @@ class SharedExecutorThread(threading.Thread):
                     timed = watch.watching
                     started = perf_counter()
                     busy = busy_clock() if timed else 0.0
-                    self.step_started = time.monotonic()  # first: see finish's loop in run
-                    stepping = self.stepping = executor
+                    with turn_lock:
+                        self.step_started = time.monotonic()  # first: see finish's loop in run
+                        stepping = self.stepping = executor
                     if executor.step():
                         worked = True
-                    stepping = self.stepping = None
-                    if self.handed_over is not None:
-                        return True
+                    with turn_lock:
+                        stepping = self.stepping = None
+                        if self.handed_over is not None:
+                            return True
                     wall = perf_counter() - started
                     if watch.record(wall, busy_clock() - busy if timed else None):
                         self._give_own_thread(executor, watch)
@@ -322,6 +335,31 @@ class SharedExecutorThread(threading.Thread):
         a new shared thread; this one goes on with `executor` alone, which from now
         on waits for room where it held output (its caller puts what it holds
         first). Its consumers are in the new thread, so the wait ends."""
+        with self._turn_lock:
+            if self.handed_over is None:
+                log.warning(
+                    "component %r (executor %d) emitted more in one call of its code than its "
+                    "consumers could take (a next_tuple() or process() that emits without "
+                    "end): it runs in a thread of its own from now on, where an emit waits "
+                    "for room, so that memory stays bounded", executor.component, executor.index)
+                self._hand_over(executor)
+
+    def move_others_off(self, executor: Executor) -> bool:
+        """Called from another thread (the worker's main thread): `executor` has
+        been in one step, in its component's code, for long (a call that blocks).
+        A step never ends there, so `BlockingWatch` never judges it; meanwhile the
+        thread's other executors waited for it. They go on in a new shared thread,
+        as in `hand_over`; False if `executor`'s step ended meanwhile (nothing to do)."""
+        with self._turn_lock:  # the step cannot end (and another begin) while held
+            if (self.stepping is not executor or self.handed_over is not None
+                    or len(self.executors) < 2 or executor.stop_requested.is_set()):
+                return False
+            self._hand_over(executor)
+            return True
+
+    def _hand_over(self, executor: Executor) -> None:
+        """Under `_turn_lock`: this thread keeps `executor` alone, a successor takes
+        the others. What `executor` holds is put before its next output (`_publish`)."""
         others = [e for e in self.executors if e is not executor]
         self.executors = [executor]
         self._watches = {}
@@ -330,11 +368,6 @@ class SharedExecutorThread(threading.Thread):
         executor.shared = False
         executor.shared_thread = None
         executor.incoming.on_put = None
-        log.warning(
-            "component %r (executor %d) emitted more in one call of its code than its "
-            "consumers could take (a next_tuple() or process() that emits without end): it "
-            "runs in a thread of its own from now on, where an emit waits for room, so that "
-            "memory stays bounded", executor.component, executor.index)
         if not others:
             return
         successor = SharedExecutorThread(self.state, others, self._on_successor)

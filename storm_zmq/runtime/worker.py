@@ -717,8 +717,9 @@ class Worker:
     def _say_who_holds_the_thread(self, now: float) -> None:
         """A component blocked in its code (a `process` or `next_tuple` that never
         returns) showed only as 0 tuples a second, and as a thread that did not stop
-        when the run ended: its name, where it is and who waits behind it are said
-        while it happens."""
+        when the run ended, and every other component of its shared thread waited for
+        it: now its name and where it is are said while it happens, and the others
+        go on in a new shared thread (`SharedExecutorThread.move_others_off`)."""
         for runner in self._runners:
             if not isinstance(runner, SharedExecutorThread):
                 continue
@@ -730,12 +731,15 @@ class Worker:
             if said is not None and said[0] == since and now < said[1]:
                 continue
             self._hold_said[runner] = (since, now + HOLD_NOTICE_REPEAT_SECS)
-            others = sorted({e.component for e in runner.executors} - {stepping.component})
+            others = ", ".join(sorted({e.component for e in runner.executors} - {stepping.component}))
             where = _where_in_user_code(runner)
-            log.warning("component %r (tasks %s) has been in its own code for %.0f s%s; the "
-                        "components of this worker's shared executor thread wait for it (%s)",
+            moved = runner.move_others_off(stepping)
+            log.warning("component %r (tasks %s) has been in its own code for %.0f s%s; %s",
                         stepping.component, ", ".join(map(str, stepping.assignment.tasks)), held,
-                        f", at {where}" if where else "", ", ".join(others) or "none")
+                        f", at {where}" if where else "",
+                        f"the other components of its shared executor thread ({others}) go on "
+                        "without it, in a new one" if moved else
+                        f"the components of its shared executor thread wait for it ({others or 'none'})")
 
     def _say_who_is_initializing(self) -> None:
         """Name the executors in start-up now, not those waiting their turn behind

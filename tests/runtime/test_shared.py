@@ -10,6 +10,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -366,3 +367,45 @@ def test_a_worker_without_executors_has_a_thread_that_just_ends() -> None:
     state = word_count_state({"topology.acker.executors": 0})
     SharedExecutorThread(state, []).run()  # in this thread: what it raises fails the test
     assert not state.failed.is_set()
+
+
+PRESSURE = Path(__file__).parent / "project" / "topologies" / "pressure.py"
+
+
+def test_a_call_that_blocks_has_the_threads_other_executors_moved_to_a_new_one() -> None:
+    """A step that never ends is never judged by BlockingWatch: the worker's main
+    thread moves the other executors away (`move_others_off`), and the path that
+    does not need the blocked sink goes on while it blocks."""
+    state = word_count_state({"test.start_after": 0, "test.rate": 0, "test.sleep_ms": 0},
+                             topology=PRESSURE)
+    executors = [new_executor(state, e) for e in state.local_executors]
+    by_name = {e.component: e for e in executors}
+    successors: list[SharedExecutorThread] = []
+    thread = SharedExecutorThread(state, executors, successors.append)
+    release = threading.Event()
+    thread.start()
+    for _ in executors:
+        assert state._ready.acquire(timeout=10)
+    (slow_sink,) = by_name["slow_sink"].components.values()
+    slow_sink.process = lambda tup: release.wait(30)  # type: ignore[method-assign]
+    for name in ("fast_spout", "slow_spout"):
+        by_name[name].request_activate()
+    try:
+        wait_for(lambda: thread.stepping is by_name["slow_sink"], "the slow sink blocked")
+        fast = by_name["fast_sink"]
+        before = fast.executed
+        time.sleep(0.3)  # the thread held by the blocked step: nothing else runs
+        assert fast.executed == before
+        assert not thread.move_others_off(by_name["fast_sink"]), "not the executor in its step"
+        assert thread.move_others_off(by_name["slow_sink"])
+        assert thread.executors == [by_name["slow_sink"]] and len(successors) == 1
+        wait_for(lambda: fast.executed >= before + 10_000, "the fast path going on without it")
+        assert by_name["slow_sink"].executed <= 1
+    finally:
+        release.set()
+        for executor in executors:
+            executor.stop_requested.set()
+        for runner in [thread, *successors]:
+            runner.join(10)
+    assert not thread.is_alive() and not any(r.is_alive() for r in successors)
+    assert all(e.failure is None for e in executors)

@@ -213,6 +213,7 @@ def test_a_component_holding_the_shared_thread_is_named_with_where_it_is(
     blocked.start()
     runner._ident = blocked.ident  # type: ignore[attr-defined]  # where it runs: that thread
     worker = types.SimpleNamespace(_runners=[runner], _hold_said={})
+    runner.move_others_off = lambda executor: False  # type: ignore[method-assign]  # as with one executor
     try:
         runner.stepping, runner.step_started = count, 100.0
         with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.worker"):
