@@ -458,11 +458,7 @@ def test_a_second_ack_of_a_tuple_is_skipped_with_a_warning_and_a_non_id_is_refus
     # in silence (pystorm's ShellBolt raised); ack("x") was counted and did nothing
     state, executors = whole_word_count({})
     spout, split = executors["sentence_spout"], executors["split_bolt"]
-    (spout_component,) = spout.components.values()
-    (split_component,) = split.components.values()
-    spout_component.emit(["a b"], tup_id="s1")
-    spout.flush()
-    ((_, sentence_tuple),) = taken(state, split.index)
+    split_component, sentence_tuple = a_sentence_at_the_split(state, executors)
     with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.executor"):
         split_component.ack(sentence_tuple)
         split_component.ack(sentence_tuple.id)
@@ -726,6 +722,18 @@ def whole_word_count(conf: dict[str, Any]) -> tuple[WorkerState, dict[str, Any]]
     return state, built_executors(state)
 
 
+def a_sentence_at_the_split(state: WorkerState, executors: dict[str, Any]) -> tuple[Any, Tuple]:
+    """The spout's tracked emit of "a b" (tup_id "s1"), flushed: the split bolt's
+    component and the sentence tuple it got, to ack or fail by hand."""
+    spout, split = executors["sentence_spout"], executors["split_bolt"]
+    (spout_component,) = spout.components.values()
+    (split_component,) = split.components.values()
+    spout_component.emit(["a b"], tup_id="s1")
+    spout.flush()
+    ((_, sentence_tuple),) = taken(state, split.index)
+    return split_component, sentence_tuple
+
+
 def test_a_tree_is_acked_through_a_local_acker_without_its_queue_or_thread() -> None:
     state, executors = whole_word_count({})
     spout, split, count, acker = (executors[c] for c in ("sentence_spout", "split_bolt", "count_bolt", ACKER))
@@ -790,10 +798,7 @@ def test_a_failed_tuple_fails_its_tree_through_a_local_acker() -> None:
     state, executors = whole_word_count({})
     spout, split = executors["sentence_spout"], executors["split_bolt"]
     (spout_component,) = spout.components.values()
-    (split_component,) = split.components.values()
-    spout_component.emit(["a b"], tup_id="s1")
-    spout.flush()
-    ((task, sentence_tuple),) = taken(state, split.index)
+    split_component, sentence_tuple = a_sentence_at_the_split(state, executors)
     split_component.fail(sentence_tuple)
     split.flush()
     ((_, completion),) = taken(state, spout.index)
@@ -809,11 +814,7 @@ def test_a_tuple_acked_then_failed_by_hand_completes_its_tree_as_in_storm() -> N
     # folded acks left at the flush, after the fail, which then won.
     state, executors = whole_word_count({})
     spout, split = executors["sentence_spout"], executors["split_bolt"]
-    (spout_component,) = spout.components.values()
-    (split_component,) = split.components.values()
-    spout_component.emit(["a b"], tup_id="s1")
-    spout.flush()
-    ((_, sentence_tuple),) = taken(state, split.index)
+    split_component, sentence_tuple = a_sentence_at_the_split(state, executors)
     split_component.ack(sentence_tuple)
     split_component.fail(sentence_tuple)
     split.flush()
