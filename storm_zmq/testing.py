@@ -53,6 +53,7 @@ from storm_zmq.component import (
     report_and_carry_on,
 )
 from storm_zmq.config import DEFAULTS
+from storm_zmq.runtime.executor import not_a_tuple_id
 from storm_zmq.runtime.serialization import encode_tuple
 
 TRY_SERIALIZE = "topology.testing.always.try.serialize"
@@ -95,8 +96,7 @@ class _RecordingCollector:
         anchors = list(anchors or [])
         for anchor in anchors:  # as a worker refuses it (with acking on)
             if anchor is not None and not isinstance(anchor, Tuple) and h.input_of(anchor) is anchor:
-                raise TypeError(f"component {h.name!r}: emit anchored to {anchor!r}, which is not "
-                                "an input Tuple or a tuple's id (anchors=[tup])")
+                raise not_a_tuple_id(h.name, "emit anchored to", anchor, " (anchors=[tup])")
         h.emits.append(Emit(list(values), stream, anchors, tup_id, direct_task))
         if not need_task_ids:
             return None
@@ -120,8 +120,7 @@ class _RecordingCollector:
         """The input `tup` is or names; anything else is refused, as a worker does."""
         found = self._harness.input_of(tup)
         if found is tup and tup is not None and not isinstance(tup, Tuple):
-            raise TypeError(f"component {self._harness.name!r}: {what} of {tup!r}, which is not "
-                            "an input Tuple or a tuple's id")
+            raise not_a_tuple_id(self._harness.name, f"{what} of", tup)
         return found
 
     def report_error(self, exc: BaseException, tup: Tuple | None) -> None:

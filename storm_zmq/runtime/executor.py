@@ -318,8 +318,7 @@ class TaskCollector:
                 self._say_acked_twice(tup)
                 return
         elif tuple_id is not None:
-            raise TypeError(f"component {self._component!r}: ack of {reprlib.repr(tup)}, which "
-                            "is not an input Tuple or a tuple's id")
+            raise not_a_tuple_id(self._component, "ack of", tup)
         executor.acked += 1
         samples = executor._process_samples
         if samples:
@@ -345,8 +344,7 @@ class TaskCollector:
         executor = self._executor
         tuple_id = tup.id if type(tup) is Tuple else _id_of(tup)
         if tuple_id is not None and type(tuple_id) is not TupleId:
-            raise TypeError(f"component {self._component!r}: fail of {reprlib.repr(tup)}, which "
-                            "is not an input Tuple or a tuple's id")
+            raise not_a_tuple_id(self._component, "fail of", tup)
         executor.failed += 1
         if type(tuple_id) is TupleId and executor.acking:
             if executor._acks_out:
@@ -437,6 +435,13 @@ class _StoppedCollector:
 
 _ERROR_THROTTLE_DEFAULTS = {key: DEFAULTS[key] for key in (
     "topology.max.error.report.per.interval", "topology.error.throttle.interval.secs")}
+
+
+def not_a_tuple_id(component: str, what: str, value: Any, hint: str = "") -> TypeError:
+    """The error for an ack, fail or anchor given what is no input Tuple or tuple id:
+    one text for workers and the test harness (`storm_zmq.testing`)."""
+    return TypeError(f"component {component!r}: {what} {reprlib.repr(value)}, which is not "
+                     f"an input Tuple or a tuple's id{hint}")
 
 
 def _id_of(tup: Any) -> Any:
@@ -747,9 +752,7 @@ class Executor(threading.Thread):
             if type(anchor_id) is TupleId:
                 ids.append(anchor_id)
             elif anchor_id is not None:
-                raise TypeError(
-                    f"component {self.component!r}: emit anchored to {reprlib.repr(anchor)}, "
-                    "which is not an input Tuple or a tuple's id (anchors=[tup])")
+                raise not_a_tuple_id(self.component, "emit anchored to", anchor, " (anchors=[tup])")
         return ids
 
     def _deliver_anchored(
