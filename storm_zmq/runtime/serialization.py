@@ -318,7 +318,7 @@ def _why_unpackable(value: Any, top: str, path: str) -> str | None:
     if isinstance(value, dict):
         for key, item in value.items():
             why = (_why_unpackable(key, f"a key of {top}", path)
-                   or _why_unpackable(item, top, f"{path}[{_short(key)}]"))
+                   or _why_unpackable(item, top, f"{path}[{reprlib.repr(key)}]"))
             if why is not None:
                 return why
         return None
@@ -326,7 +326,7 @@ def _why_unpackable(value: Any, top: str, path: str) -> str | None:
     try:
         msgpack.packb(value)
     except OverflowError:
-        return (f"{where} is the int {_short(value)}, outside the 64-bit range msgpack "
+        return (f"{where} is the int {reprlib.repr(value)}, outside the 64-bit range msgpack "
                 "carries (-2**63 to 2**64 - 1)")
     except UnicodeEncodeError as exc:
         return f"{where} is a str that cannot be encoded as UTF-8 ({exc.reason} at position {exc.start})"
@@ -334,8 +334,3 @@ def _why_unpackable(value: Any, top: str, path: str) -> str | None:
         kind = type(value)
         return f"{where} is a {kind.__module__}.{kind.__qualname__}, which cannot be serialized ({_CARRIES})"
     return None
-
-
-def _short(value: Any) -> str:
-    return reprlib.repr(value)
-
