@@ -391,6 +391,7 @@ class SharedExecutorThread(threading.Thread):
         self.executors.remove(executor)
         del self._watches[executor]
         executor.shared = False
+        executor.shared_thread = None
         executor.incoming.on_put = None
         executor.incoming.on_take = self._wake.set
         log.info(
