@@ -163,6 +163,11 @@ class WorkerState:
                 self.task_location[task] = (
                     executor.index if executor.worker == worker_index else -1 - executor.worker
                 )
+        self._local_tasks = frozenset(t for t, where in self.task_location.items() if where >= 0)
+        #: Storm's "task->component" of every task's context: one dict for them all,
+        #: as a copy per task grows with the square of the tasks (4,000 tasks of one
+        #: component took 770 MB).
+        self._task_component_names = {str(t): c for t, c in assignment.task_component.items()}
         self._values_classes: dict[tuple[str, str], Any] = {}
         #: Acker task -> its executor, for the executors of this worker to apply
         #: their acker messages through (`AckerExecutor.apply`); filled as the
@@ -219,6 +224,8 @@ class WorkerState:
                 graph.setdefault(source, set()).add(name)
                 self._subscriptions.add((source, stream, name))
         self._cyclic = cyclic_edges(graph)
+        self._cyclic_executors: dict[str, frozenset[int]] = {}
+        self._cyclic_tasks: dict[str, frozenset[int]] = {}
 
     # -- what executors ask -------------------------------------------------------
 
@@ -235,7 +242,7 @@ class WorkerState:
         return {
             "taskid": task,
             "componentid": component,
-            "task->component": {str(t): c for t, c in self.assignment.task_component.items()},
+            "task->component": self._task_component_names,
             **storm_context(self.definition, component),
             "stormid": self.storm_id,
             "worker.port": self.assignment.workers[self.worker_index].port,
@@ -254,7 +261,6 @@ class WorkerState:
         """Per stream of `component`: the choosers of every subscriber, for `task`."""
         routes: dict[str, _StreamRoute] = {}
         spec = self.definition.components[component]
-        local_tasks = {t for t, where in self.task_location.items() if where >= 0}
         for stream_name, stream in spec.outputs.items():
             route = _StreamRoute(
                 stream_name, self.values_class(component, stream_name), len(stream.fields),
@@ -267,7 +273,7 @@ class WorkerState:
                     direct_targets.update(targets)
                 else:
                     route.choosers.append(
-                        make_chooser(grouping, stream.fields, targets, local_tasks, rng)
+                        make_chooser(grouping, stream.fields, targets, self._local_tasks, rng)
                     )
             route.direct_targets = frozenset(direct_targets)
             routes[stream_name] = route
@@ -350,17 +356,26 @@ class WorkerState:
         return known
 
     def cyclic_executors(self, component: str) -> frozenset[int]:
-        """Local executors whose component is on a cycle with `component`."""
-        return frozenset(
-            e.index for e in self.local_executors if (component, e.component) in self._cyclic
-        )
+        """Local executors whose component is on a cycle with `component`: one answer
+        per component, as every executor asks (a scan per executor grows with the
+        square of the executors: 15,000 took a minute to start)."""
+        found = self._cyclic_executors.get(component)
+        if found is None:
+            found = self._cyclic_executors[component] = frozenset(
+                e.index for e in self.local_executors if (component, e.component) in self._cyclic
+            )
+        return found
 
     def cyclic_tasks(self, component: str) -> frozenset[int]:
-        """Tasks (anywhere) of components on a cycle with `component`."""
-        return frozenset(
-            task for consumer, tasks in self.assignment.component_tasks.items()
-            if (component, consumer) in self._cyclic for task in tasks
-        )
+        """Tasks (anywhere) of components on a cycle with `component`, one answer per
+        component as `cyclic_executors`."""
+        found = self._cyclic_tasks.get(component)
+        if found is None:
+            found = self._cyclic_tasks[component] = frozenset(
+                task for consumer, tasks in self.assignment.component_tasks.items()
+                if (component, consumer) in self._cyclic for task in tasks
+            )
+        return found
 
     def task_loads(self) -> dict[int, float]:
         """What load-aware shuffles choose by (`topology.disable.loadaware.messaging`):
