@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULTS",
     "ORDERED_PAIRS",
+    "PER_COMPONENT_KEYS",
     "SCHEMA",
     "ConfigError",
     "Setting",
@@ -310,8 +311,10 @@ SCHEMA: dict[str, Setting] = {
         100, "int", "Tuples a spout executor emits per round before publishing them "
         "(Storm's default is 1; see topology.transfer.batch.size).", minimum=1),
     "topology.batch.flush.interval.millis": Setting(
-        1, "int", "Partial batches are flushed after this long, bounding the latency "
-        "batching adds (0 disables the flusher).", minimum=0),
+        1, "int", "The longest a spout's round of emits lasts before its output is "
+        "flushed (with topology.producer.batch.size), bounding the latency batching adds "
+        "at the spout; bolts flush once per input batch whatever this says. 0 is taken "
+        "as 1.", minimum=0),
     "topology.tick.tuple.freq.secs": Setting(
         None, "int", "Send tick tuples to every bolt this often; null = never.",
         nullable=True, minimum=1),
@@ -357,6 +360,18 @@ ORDERED_PAIRS: tuple[tuple[str, str], ...] = (
     ("storm.messaging.tcp.transfer.batch.size", "storm.messaging.tcp.max.frame.size"),
     ("storm.zookeeper.retry.interval", "storm.zookeeper.retry.intervalceiling.millis"),
 )
+
+#: Known keys a component's own ``config`` may set: its executors read them with the
+#: component's config on top (`WorkerState.component_conf`). Storm honours the same
+#: few (its executor drops every other Storm key from a component's config); the
+#: error throttle's are ours. Every other known key is read once per worker or
+#: topology, so a component's value of it is not used (`validate_topology_conf`
+#: says so); unknown (user) keys reach the component's `initialize` as they are.
+PER_COMPONENT_KEYS = frozenset({
+    "topology.debug", "topology.max.spout.pending", "topology.max.task.parallelism",
+    "topology.tick.tuple.freq.secs", "topology.max.error.report.per.interval",
+    "topology.error.throttle.interval.secs",
+})
 
 #: Namespaces in which an unknown key close to a known one is taken for a typo.
 _CHECKED_PREFIXES = ("storm.", "topology.", "supervisor.", "nimbus.", "worker.", "ui.",
@@ -579,13 +594,17 @@ def validate(conf: Mapping[str, Any], origins: Mapping[str, str] | None = None) 
 
 
 def validate_topology_conf(conf: Mapping[str, Any], definition: TopologyDefinition,
-                           overridden: Iterable[str] = ()) -> None:
+                           overridden: Iterable[str] = ()) -> list[str]:
     """Validate `conf` (the topology's config already merged in) and, for each component
     with its own ``config``, that conf with the component's config on top: what its
     executors will read (`WorkerState.component_conf`). Both `storm-zmq run` and
     `storm-zmq submit` call this, so a bad component key fails before any worker starts,
     named by its component, instead of as a TypeError inside the runtime.
-    `overridden`: the keys given with ``-o``, whose values are blamed on it."""
+    `overridden`: the keys given with ``-o``, whose values are blamed on it.
+
+    Returns warnings for the caller to show: known keys a component's config sets
+    that are not read per component (`PER_COMPONENT_KEYS`), whose value would
+    otherwise be dropped in silence, as Storm drops it."""
     def at(what: str) -> str:
         return f" at {definition.sources[what]}" if what in definition.sources else ""
 
@@ -597,6 +616,15 @@ def validate_topology_conf(conf: Mapping[str, Any], definition: TopologyDefiniti
             component_origins = dict.fromkeys(component.config,
                                               f"component {name!r} config{at(name)}")
             validate({**conf, **component.config}, {**origins, **component_origins})
+    return [
+        f"component {name!r} config{at(name)} sets {', '.join(unused)}, which "
+        f"{'is' if len(unused) == 1 else 'are'} read for the whole worker or topology, not "
+        "per component: the component's value is not used (set it in the topology's config; "
+        f"a component may set {', '.join(sorted(PER_COMPONENT_KEYS))})"
+        for name, component in definition.components.items()
+        if (unused := sorted(key for key in component.config
+                             if key in SCHEMA and key not in PER_COMPONENT_KEYS))
+    ]
 
 
 def check_value(setting: Setting, value: Any) -> str | None:

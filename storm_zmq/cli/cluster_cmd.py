@@ -298,9 +298,11 @@ def submit_topology(args: argparse.Namespace) -> int:
     overrides = dict(parse_override(text) for text in args.overrides)
     topology_conf = {**conf, **definition.config, **overrides}
     try:
-        validate_topology_conf(topology_conf, definition, overridden=overrides)
+        warnings = validate_topology_conf(topology_conf, definition, overridden=overrides)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     definition = with_max_task_parallelism(definition, topology_conf)
     name = args.name or definition.name
     try:

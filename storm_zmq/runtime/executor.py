@@ -469,7 +469,8 @@ class Executor(threading.Thread):
         self.index = assignment.index
         self.incoming: BatchQueue[tuple[int, Any]] = worker.queues[assignment.index]
         self._task_location = worker.task_location
-        self.debug = bool(worker.conf.get("topology.debug"))
+        # Storm's rule: a component's own config may turn its debug logging on (or off)
+        self.debug = bool(worker.component_conf(self.component).get("topology.debug"))
         self.try_serialize = bool(worker.conf.get("topology.testing.always.try.serialize"))
         self.checks_emits = self.debug or self.try_serialize
         self.acking = bool(worker.assignment.ackers)
@@ -1516,7 +1517,7 @@ class SpoutExecutor(Executor):
         again and again (a run with a slow sink replayed 150,000 times for 20,000
         ids and never finished; Storm does the same). Said once, with the remedy."""
         self._said_unbounded = True
-        timeout = self.worker.component_conf(self.component).get("topology.message.timeout.secs")
+        timeout = self.worker.conf.get("topology.message.timeout.secs")
         log.warning(
             "spout %r: %d tuple tree(s) timed out (topology.message.timeout.secs %s) and "
             "topology.max.spout.pending is not set (or 0): with nothing bounding what is in "

@@ -105,9 +105,11 @@ def prepare_run(options: RunOptions) -> tuple[Any, dict[str, Any], int]:
     if options.debug:
         conf["topology.debug"] = True
     try:
-        validate_topology_conf(conf, definition, overridden=options.overrides)
+        warnings = validate_topology_conf(conf, definition, overridden=options.overrides)
     except ConfigError as exc:
         raise RunError(str(exc)) from None
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     definition = with_max_task_parallelism(definition, conf)
     _check_picklable(conf)
     workers = options.workers or int(conf["topology.workers"])

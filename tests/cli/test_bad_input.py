@@ -325,6 +325,30 @@ def test_component_config_keeps_user_keys_as_topology_config_does(
     argv = ["run", str(path), "-t", "1", "-q", "-o", f"supervisor.slots.ports=[{free_port()}]"]
     code, out, err = run_in_process(argv, capsys)
     assert code == 0, err
+    assert "warning" not in err  # both Storm keys are read per component
+
+
+def test_a_component_config_key_read_per_worker_is_said_to_be_unused(
+    isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bug: a component's config could set a key that only the worker or topology
+    reads (a batch size, the message timeout): it passed validation and was ignored
+    in silence. Storm drops such keys too; the run now says so, and runs."""
+    path = isolated / "topologies" / "compconf.py"
+    path.parent.mkdir()
+    path.write_text(COMPONENT_CONF_TOPOLOGY.format(
+        spout_config="{'topology.debug': False}",
+        bolt_config="{'topology.transfer.batch.size': 10, 'topology.message.timeout.secs': 5,"
+                    " 'my.key': 1}"))
+    argv = ["run", str(path), "-t", "1", "-q", "-o", f"supervisor.slots.ports=[{free_port()}]"]
+    code, out, err = run_in_process(argv, capsys)
+    assert code == 0, err
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warning.startswith(
+        "warning: component 'count_bolt' config at ") and (
+        "sets topology.message.timeout.secs, topology.transfer.batch.size, which are read for "
+        "the whole worker or topology, not per component: the component's value is not used"
+        in warning), warning
 
 
 # -- real processes: busy ports and a component that fails while others started ---------------

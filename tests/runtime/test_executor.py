@@ -1146,3 +1146,14 @@ def test_what_a_component_emits_after_it_stopped_is_dropped_with_a_warning(
     assert warning == (f"component 'split_bolt' task {split.assignment.tasks[0]}: an emit after "
                        "the component stopped (its cleanup() had returned): dropped; further "
                        "ones are not logged")
+
+
+def test_a_components_own_config_turns_its_debug_logging_on_as_in_storm() -> None:
+    """Storm reads topology.debug from a component's config on top of the topology's;
+    the executor used to read the topology's alone."""
+    state = word_count_state()
+    count = state.definition.components["count_bolt"]
+    count.config["topology.debug"] = True  # a private copy (definition.py)
+    debug = {ex.component: new_executor(state, ex).debug for ex in state.local_executors}
+    assert debug["count_bolt"] is True
+    assert debug["split_bolt"] is False
