@@ -649,22 +649,42 @@ class Executor(threading.Thread):
             self._held.clear()
 
     def _release_held(self, stopping: bool = False) -> None:
-        """Put what a shared thread's executor held, in order, waiting as an
-        executor's own thread does (`_publish`): it leaves the shared thread, whose
-        executors go on without it. Stopping, in the shared thread: into local queues
-        at once (their consumers run in this thread and stop too, so waiting for
-        room would wait for nothing), and into the transfer queue once it has room,
-        whatever the throttles say, as the receiving worker has stopped throttling."""
+        """Put what a shared thread's executor held, waiting as an executor's own
+        thread does (`_publish`): it leaves the shared thread, whose executors go on
+        without it. What may go goes first: a batch waits only behind held batches
+        for its own tasks (`HeldOutput.release`), so a remote consumer is not left
+        idle behind a full local queue (a soak audit saw a burst of replays do
+        that). Stopping, in the shared thread: in order, into local queues at once
+        (their consumers run in this thread and stop too, so waiting for room would
+        wait for nothing), and into the transfer queue once it has room, whatever
+        the throttles say, as the receiving worker has stopped throttling."""
         held = self._held
+        if not stopping:
+            while not held.release(self._put_if_room, self._must_wait, self._part_of):
+                first = held.first()  # what is left waits for room, or for a throttle
+                if first.remote and any(self._must_wait(task) for task in first.tasks):
+                    self._while_blocked()
+                    self.worker.wait_throttle_change(0.01)
+                elif not first.queue.wait_for_room(0.05):
+                    self._while_blocked()
+            return
         while held:
             entry = held.first()
-            if stopping and not entry.remote:
-                entry.queue.put(entry.batch, force=True, weight=entry.weight)
-            else:
-                if entry.remote and not stopping:
-                    self._hold_while_throttled(entry.batch)
+            if entry.remote:
                 self._put_waiting(entry.queue, entry.batch, weight=entry.weight)
+            else:
+                entry.queue.put(entry.batch, force=True, weight=entry.weight)
             held.pop()
+
+    @staticmethod
+    def _put_if_room(held: HeldBatch) -> bool:
+        """Put a held batch if its queue, local or the transfer queue, has room (by
+        one batch past its bound at most, as a waiting put goes)."""
+        queue = held.queue
+        if len(queue) >= queue.capacity:
+            return False
+        queue.put(held.batch, force=True, weight=held.weight)
+        return True
 
     def loop(self) -> None:
         raise NotImplementedError

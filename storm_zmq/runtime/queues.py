@@ -106,6 +106,17 @@ class BatchQueue(Generic[T]):
             self.on_take()
         return batches
 
+    def wait_for_room(self, timeout: float) -> bool:
+        """Wait up to `timeout` while the queue is full: for a producer that has
+        several queues to put into and polls them (`Executor._release_held`).
+        True when it has room now; a closed queue raises QueueClosed, as a put."""
+        with self._not_full:
+            if self._items >= self.capacity and not self._closed:
+                self._not_full.wait(timeout)
+            if self._closed:
+                raise QueueClosed()
+            return self._items < self.capacity
+
     def close(self) -> None:
         """Wake every waiter; later puts raise QueueClosed, gets drain what is left."""
         with self._lock:

@@ -409,3 +409,33 @@ def test_a_call_that_blocks_has_the_threads_other_executors_moved_to_a_new_one()
             runner.join(10)
     assert not thread.is_alive() and not any(r.is_alive() for r in successors)
     assert all(e.failure is None for e in executors)
+
+
+def test_an_executor_handed_over_puts_what_may_go_before_waiting_on_a_full_queue() -> None:
+    """Found by a soak audit: a spout that left the shared thread (a burst of
+    replays) put what it held strictly in order, so the batches for a remote task,
+    whose consumer sat idle, waited behind one for a full local queue. Only the order
+    of what goes to the same task is Storm's to keep; the rest now goes at once."""
+    from storm_zmq.messaging import TaskMessage
+    from storm_zmq.runtime.executor import RemoteBatch
+    from storm_zmq.runtime.held import HeldBatch
+
+    executors = shared_executors({"topology.acker.executors": 0}, workers=2)
+    split, count = executors["split_bolt"], executors["count_bolt"]
+    (remote_task,) = [t for t, where in split.worker.task_location.items() if where < 0][:1]
+    full = count.incoming
+    full.put([(0, None)], weight=full.capacity)
+    local = HeldBatch(full, [(count.assignment.tasks[0], None)], 1, remote=False)
+    remote = RemoteBatch([TaskMessage(remote_task, b"payload")])
+    remote.worker, remote.tuples = 1, 1
+    for batch in (local, HeldBatch(split.worker.transfer, remote, 1, remote=True)):
+        split._held.add(batch, lambda _batch: False, lambda _task: False, split._part_of)
+    split.shared = False  # handed over: it puts what it held, waiting for room
+    releasing = threading.Thread(target=split._release_held, daemon=True)
+    releasing.start()
+    wait_for(lambda: len(split.worker.transfer) == 1, "the remote batch put past the full queue", 5)
+    assert releasing.is_alive() and len(full) == full.capacity, "the local batch waits for room"
+    assert take_all(full) == [(0, None)]
+    releasing.join(10)
+    assert not releasing.is_alive() and not split.holding
+    assert take_all(full) == local.batch
