@@ -1152,6 +1152,11 @@ class Executor(threading.Thread):
                 + sum(len(batch) for batch in backlog))
 
     @property
+    def unflushed(self) -> int:
+        """Tuples emitted and not handed to a queue yet (buffered until the flush)."""
+        return self._buffered
+
+    @property
     def holding(self) -> bool:
         """Batches wait in this executor for room in a queue or a throttle to lift."""
         return bool(self._held)
@@ -1542,7 +1547,9 @@ class SpoutExecutor(Executor):
             "spout %r: %d tuple tree(s) timed out (topology.message.timeout.secs %s) and "
             "topology.max.spout.pending is not set (or 0): with nothing bounding what is in "
             "flight, replays wait behind the tuples that timed out and can time out again, "
-            "for ever; set topology.max.spout.pending (a few hundred to a few thousand)",
+            "for ever; set topology.max.spout.pending (a few hundred to a few thousand). "
+            "(A tuple that some bolt never acks or fails times out too, whatever is in "
+            "flight.)",
             self.component, expired, timeout)
 
     @property

@@ -93,11 +93,13 @@ import logging
 import os
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from storm_zmq.runtime.executor import IDLE_SPOUT_WAIT, Executor
 from storm_zmq.runtime.queues import QueueClosed
+from storm_zmq.topology.loader import is_user_file
 
 if TYPE_CHECKING:
     from storm_zmq.runtime.worker import WorkerState
@@ -220,6 +222,27 @@ def _pread_holding_the_lock(fd: int) -> Callable[[], bytes] | None:
     return read
 
 
+#: Component methods the runtime calls: what the hand-over names when no frame of
+#: the user's own code emits (a `ReliableSpout.fail` replaying, say).
+_HOOKS = frozenset({"next_tuple", "process", "process_tick", "process_batch", "fail", "ack",
+                    "activate", "deactivate", "initialize", "cleanup"})
+
+
+def _emitting_call() -> str:
+    """Where the emits that fill the held output come from, called in the emitting
+    thread: the innermost frame of the user's code, else the component method the
+    runtime called. It used to say "a next_tuple() or process()" always, where a
+    soak audit saw replays in fail() and a thread of the component's own."""
+    stack = traceback.extract_stack()
+    for entry in reversed(stack):
+        if is_user_file(entry.filename):
+            return f"at {entry.filename}:{entry.lineno} in {entry.name}"
+    for entry in reversed(stack):
+        if entry.name in _HOOKS:
+            return f"in {entry.name}()"
+    return "outside any call of the runtime's: a thread of the component's own?"
+
+
 class SharedExecutorThread(threading.Thread):
     def __init__(self, state: WorkerState, executors: Sequence[Executor],
                  on_successor: Callable[[SharedExecutorThread], None] | None = None) -> None:
@@ -338,10 +361,10 @@ class SharedExecutorThread(threading.Thread):
         with self._turn_lock:
             if self.handed_over is None:
                 log.warning(
-                    "component %r (executor %d) emitted more in one call of its code than its "
-                    "consumers could take (a next_tuple() or process() that emits without "
-                    "end): it runs in a thread of its own from now on, where an emit waits "
-                    "for room, so that memory stays bounded", executor.component, executor.index)
+                    "component %r (executor %d) emitted more in one call of its code (%s) than "
+                    "its consumers could take: it runs in a thread of its own from now on, "
+                    "where an emit waits for room, so that memory stays bounded",
+                    executor.component, executor.index, _emitting_call())
                 self._hand_over(executor)
 
     def move_others_off(self, executor: Executor) -> bool:

@@ -265,4 +265,6 @@ def test_a_spout_that_emits_without_end_in_one_call_stays_within_bounded_memory(
     assert len(seen) == count and set(seen) == set(range(count)), "every id arrived once"
     hand_over_at = 16 * max(100, queue)
     assert held and max(held) <= hand_over_at + 100, f"the spout held up to {max(held)} tuples"
-    assert "component 'burst' (executor " in capfd.readouterr().err, "the worker said which"
+    err = capfd.readouterr().err
+    assert "component 'burst' (executor " in err, "the worker said which"
+    assert "emitted more in one call of its code (at " in err and "in next_tuple) " in err, err

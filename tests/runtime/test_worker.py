@@ -254,3 +254,26 @@ def test_a_component_holding_the_shared_thread_is_named_with_where_it_is(
     finally:
         release.set()
         blocked.join()
+
+
+def test_what_is_left_in_stopped_executors_queues_and_buffers_is_counted() -> None:
+    """Found by a soak audit: a thread of a component's own that emitted while the
+    worker stopped lost its last tuples (8,200 of 15 million) in the queues of
+    consumers that had stopped, and nothing said so. `left_behind` counts them for
+    the stop's warning: what is queued, and what was emitted and never flushed."""
+    from storm_zmq.runtime.executor import new_executor
+    from storm_zmq.runtime.worker import left_behind
+
+    state = word_count_state({"topology.acker.executors": 0},
+                             {"split_bolt": (1, 1), "count_bolt": (1, 1)})
+    executors = [new_executor(state, e) for e in state.local_executors]
+    for executor in executors:
+        executor.build_components()
+    assert left_behind(state, executors) == (0, 0)
+    (split,) = [e for e in executors if e.component == "split_bolt"]
+    (component,) = split.components.values()
+    component.emit(["late"])
+    component.emit(["later"])
+    assert left_behind(state, executors) == (0, 2)
+    split.flush()
+    assert left_behind(state, executors) == (2, 0)
