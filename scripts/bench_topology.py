@@ -40,6 +40,16 @@ must level off (no unbounded queue anywhere). The executor queues are made small
 (``--slow-queue``) so that tuples keep flowing through every queue and the
 transport for the whole run instead of filling the queues once and stopping.
 
+``--topology FILE`` benchmarks a topology of your own instead of the word count (a
+streamparse-style ``topologies/<name>.py``; ``--class NAME`` picks one of several):
+for each transport, worker count and acking value, its maximum sustained tuples/s,
+read from ``--measure COMPONENT`` (a bolt's executed tuples, a spout's emitted ones;
+by default the sum of every spout's emitted tuples), with the complete latency at
+that full load when acking is on (a topology of yours has no offered rate to halve),
+CPU and peak RSS per worker, and zmq over tcp. Bytewax and the word count's targets
+do not apply. Its spouts must not run dry before ``--seconds``; ``-o`` sets its
+config, as for ``storm-zmq run``.
+
 During each measurement window the script also reads how much CPU the machine
 spent outside the workers and itself, and flags runs that other processes
 disturbed; the JSON records the commit measured.
@@ -72,6 +82,7 @@ import zmq
 
 from storm_zmq.config import DEFAULTS, ConfigError, parse_override
 from storm_zmq.runtime.local import RunOptions, run_local
+from storm_zmq.topology.errors import TopologyError
 
 REPO = Path(__file__).resolve().parents[1]
 WORDCOUNT = REPO / "topologies" / "wordcount.py"
@@ -392,16 +403,18 @@ class Config:
 
 
 def run_topology(topology: Path, config: Config, seconds: float, extra: dict[str, Any] | None = None,
-                 what: str = "") -> tuple[dict[str, Any], ReportRecorder, ProcSampler, float]:
-    """Run `topology` in local mode; returns (common result fields, the recorded
-    reports, the /proc sampler, the time the spouts were activated)."""
+                 what: str = "", topology_name: str | None = None,
+                 ) -> tuple[dict[str, Any], ReportRecorder, ProcSampler, float]:
+    """Run `topology` (its class `topology_name`, if the file has several) in local
+    mode; returns (common result fields, the recorded reports, the /proc sampler,
+    the time the spouts were activated)."""
     overrides = config.overrides()
     overrides.update(extra or {})
     recorder = ReportRecorder()
     options = RunOptions(
         topology_file=str(topology), conf=dict(DEFAULTS), seconds=seconds,
         workers=config.workers, transport=config.transport, overrides=overrides, progress=False,
-        on_report=recorder.on_report,
+        on_report=recorder.on_report, topology_name=topology_name,
     )
     out = io.StringIO()
     sampler = ProcSampler()
@@ -417,6 +430,10 @@ def run_topology(topology: Path, config: Config, seconds: float, extra: dict[str
         raise KeyboardInterrupt
     if result.exit_code != 0:
         raise BenchError(f"{what or topology.name} ({config.label}) failed: {result.reason}\n{out.getvalue()}")
+    if result.reason == "every spout is exhausted":  # the window would measure the drain
+        raise BenchError(f"{what or topology.name} ({config.label}): every spout was exhausted "
+                         f"before the run's {seconds:g} s; a measurement needs input for the whole "
+                         "run (more input, or fewer --seconds)")
     totals = stats.totals()
     failed = sum(t["failed"] for name, t in totals.items() if name in stats.spouts)
     if failed:
@@ -449,6 +466,49 @@ def measure_throughput(config: Config, seconds: float) -> dict[str, Any]:
         "processes": sampler.per_worker(start, end),
         **sampler.others(start, end),
     }
+
+
+def measure_user_topology(args: argparse.Namespace, config: Config) -> dict[str, Any]:
+    """--topology: the measured component's tuples/s over the steady-state window
+    and, acking on, the complete latencies of that window (at full load)."""
+    topology = Path(args.topology)
+    common, stats, sampler, started = run_topology(
+        topology, config, args.seconds, topology_name=args.topology_class)
+    warmup = warmup_seconds(args.seconds)
+    start, end = started + warmup, started + args.seconds
+    rate = sum(window_rate(stats, name, key, start, end) for name, key in args.measured)
+    ordered = window_latencies(stats, start, end) if config.acking else []
+    return {
+        **common,
+        "window_seconds": [warmup, args.seconds],
+        "measure": args.measure_label,
+        "tuples_per_s": rate,
+        "p50_ms": percentile(ordered, 0.50),
+        "p99_ms": percentile(ordered, 0.99),
+        "p999_ms": percentile(ordered, 0.999),
+        "samples": len(ordered),
+        "processes": sampler.per_worker(start, end),
+        **sampler.others(start, end),
+    }
+
+
+def measured_counters(topology: str, topology_class: str | None,
+                      measure: str | None) -> tuple[list[tuple[str, str]], str]:
+    """--measure: the (component, counter) pairs whose rates are summed, and how the
+    table names them. A bolt counts what it executed, a spout what it emitted."""
+    from storm_zmq.topology import load_topology
+
+    definition = load_topology(topology, topology_class).definition()
+    components = {name: c for name, c in definition.components.items() if not name.startswith("__")}
+    if measure is None:
+        spouts = [name for name, c in components.items() if c.is_spout]
+        return [(name, "emitted") for name in spouts], "tuples emitted by " + ", ".join(spouts)
+    if measure not in components:
+        raise ValueError(f"--measure {measure!r}: {definition.name} has no such component; "
+                         f"it has {', '.join(components)}")
+    if components[measure].is_spout:
+        return [(measure, "emitted")], f"tuples emitted by {measure}"
+    return [(measure, "executed")], f"tuples executed by {measure}"
 
 
 def measure_latency(config: Config, rate: float, seconds: float) -> dict[str, Any]:
@@ -617,14 +677,15 @@ def combine_rounds(per_round: list[list[dict[str, Any]]]) -> list[dict[str, Any]
     return combined
 
 
-def transport_ratios(per_round: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def transport_ratios(per_round: list[list[dict[str, Any]]],
+                     key: str = "words_per_s") -> list[dict[str, Any]]:
     """zmq's words/s over tcp's, per (workers, acking), round by round (the two ran
     minutes apart) and their median: which transport won, by how much, and how much
     the rounds disagree. One worker crosses no transport (local delivery): its
     ratio's spread is the noise of the machine."""
     ratios: dict[tuple[int, bool], list[float]] = {}
     for rows in per_round:
-        rates = {(r["transport"], r["workers"], r["acking"]): r["throughput"]["words_per_s"]
+        rates = {(r["transport"], r["workers"], r["acking"]): r["throughput"][key]
                  for r in rows}
         for (transport, workers, acking), rate in rates.items():
             tcp = rates.get(("tcp", workers, acking))
@@ -635,19 +696,20 @@ def transport_ratios(per_round: list[list[dict[str, Any]]]) -> list[dict[str, An
             for (workers, acking), values in sorted(ratios.items())]
 
 
-def transport_lines(ratios: list[dict[str, Any]]) -> list[str]:
+def transport_lines(ratios: list[dict[str, Any]], unit: str = "words/s") -> list[str]:
     lines = []
     for r in ratios:
         spread = f" (rounds {', '.join(f'{v:.2f}' for v in r['rounds'])})" if len(r["rounds"]) > 1 \
             else " (one round: no spread measured)"
         what = ("1 worker: no tuple crosses a transport, so this shows the noise"
                 if r["workers"] == 1 else f"{r['workers']} workers")
-        lines.append(f"zmq/tcp words/s, acking {'on' if r['acking'] else 'off'}, {what}: "
+        lines.append(f"zmq/tcp {unit}, acking {'on' if r['acking'] else 'off'}, {what}: "
                      f"{r['zmq_over_tcp']:.2f}{spread}")
     return lines
 
 
-def median_rows(per_round: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def median_rows(per_round: list[list[dict[str, Any]]],
+                key: str = "words_per_s") -> list[dict[str, Any]]:
     """Per configuration, the throughput run of the round whose words/s is the
     `middle` and the latency run of the round whose p99 is, so that the numbers of
     each run shown were measured together; plus every round's words/s and p99 to
@@ -658,8 +720,8 @@ def median_rows(per_round: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
             grouped.setdefault((row["transport"], row["workers"], row["acking"]), []).append(row)
     summary = []
     for rows in grouped.values():
-        rates = [r["throughput"]["words_per_s"] for r in rows]
-        row = {**rows[rates.index(middle(rates))], "words_per_s_rounds": rates}
+        rates = [r["throughput"][key] for r in rows]
+        row = {**rows[rates.index(middle(rates))], f"{key}_rounds": rates}
         latencies = [r["latency"] for r in rows if r.get("latency") is not None]
         measured = [lat for lat in latencies if lat["p99_ms"] is not None]
         if measured:
@@ -788,6 +850,36 @@ def results_table(rows: list[dict[str, Any]], bytewax: dict[str, Any] | None,
         "\nfirst) in the median throughput run")
 
 
+def user_table(rows: list[dict[str, Any]], measure: str) -> str:
+    """--topology: a row per configuration, with the ratios of the medians."""
+    lines = [["transport", "workers", "acking", "tuples/s (range)", "2w/1w", "on/off",
+              "p50/p99/p99.9 ms at that load", "CPU % per worker", "peak RSS MB per worker"],
+             ["---", "---:", "---", "---:", "---:", "---:", "---:", "---:", "---:"]]
+    rates = {(r["transport"], r["workers"], r["acking"]): r["throughput"]["tuples_per_s"] for r in rows}
+
+    def ratio(value: float, base: float | None) -> str:
+        return f"{value / base:.2f}" if base else ""
+
+    for row in rows:
+        tp = row["throughput"]
+        transport, workers, acking = row["transport"], row["workers"], row["acking"]
+        rate = tp["tuples_per_s"]
+        lines.append([
+            transport, str(workers), "on" if acking else "off",
+            _count(rate) + _spread(row.get("tuples_per_s_rounds", []), _count),
+            ratio(rate, rates.get((transport, 1, acking))) if workers > 1 else "",
+            ratio(rate, rates.get((transport, workers, False))) if acking else "",
+            f"{_ms(tp['p50_ms'])} / {_ms(tp['p99_ms'])} / {_ms(tp['p999_ms'])}" if acking else "-",
+            _per_worker(tp["processes"], "cpu_percent", ".0f"),
+            _per_worker(tp["processes"], "peak_rss_mb", ".0f"),
+        ])
+    return _markdown(lines) + (
+        f"\ntuples/s: {measure}, per second in steady state, the round with the median and the"
+        "\nrange over the rounds; ratios: of those medians; latency: complete latency (acking on)"
+        "\nat that full load, in the same run; CPU (100 = one core) and peak RSS of each worker"
+        "\nprocess (worker 0 first)")
+
+
 def slow_table(runs: list[dict[str, Any]]) -> str:
     lines = [["transport", "workers", "offered/s", "spout / bolt per s, 2nd half",
               "in flight", "RSS MB every 5 s, per worker", "growth 2nd half MB", "levels off"],
@@ -875,8 +967,27 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="a topology config value for every run (repeatable), e.g. "
                              "-o worker.cpu.pinning=true; --slow-bolt keeps its own rate, "
                              "delay, queue size and timeout")
+    parser.add_argument("--topology", metavar="FILE",
+                        help="benchmark this topology of yours instead of the word count "
+                             "(no Bytewax, no targets; see the top of this script)")
+    parser.add_argument("--class", dest="topology_class", metavar="NAME",
+                        help="--topology's Topology class, when the file defines several")
+    parser.add_argument("--measure", metavar="COMPONENT",
+                        help="--topology's throughput: tuples a bolt executed or a spout "
+                             "emitted (default: every spout's emitted tuples)")
     parser.add_argument("--json", metavar="FILE", help="also write every number to FILE")
     args = parser.parse_args(argv)
+    if args.topology is None and (args.topology_class or args.measure):
+        parser.error("--class and --measure go with --topology")
+    if args.topology is not None:
+        if args.slow_bolt:
+            parser.error("--slow-bolt runs its own topology: not with --topology")
+        args.no_bytewax = True
+        try:
+            args.measured, args.measure_label = measured_counters(
+                args.topology, args.topology_class, args.measure)
+        except (TopologyError, ValueError) as exc:
+            parser.error(str(exc))
     try:
         args.overrides = dict(parse_override(text) for text in args.override)
     except ConfigError as exc:
@@ -931,6 +1042,14 @@ def run_round(args: argparse.Namespace, label: str) -> dict[str, Any]:
             for acking in args.acking:
                 config = Config(transport, workers, acking, args.overrides)
                 row: dict[str, Any] = {"transport": transport, "workers": workers, "acking": acking}
+                if args.topology is not None:
+                    row["throughput"] = tp = measure_user_topology(args, config)
+                    latency = (f", p50 {_ms(tp['p50_ms'])} ms, p99 {_ms(tp['p99_ms'])} ms"
+                               if acking else "")
+                    progress(f"{label}{config.label:>22}: {tp['tuples_per_s']:>10,.0f} tuples/s"
+                             f"{latency}, CPU {_per_worker(tp['processes'], 'cpu_percent', '.0f')} %")
+                    rows.append(row)
+                    continue
                 row["throughput"] = tp = measure_throughput(config, args.seconds)
                 cpu = _per_worker(tp["processes"], "cpu_percent", ".0f")
                 progress(f"{label}{config.label:>22}: {tp['words_per_s']:>10,.0f} words/s, CPU {cpu} %")
@@ -942,7 +1061,8 @@ def run_round(args: argparse.Namespace, label: str) -> dict[str, Any]:
                              f"p99.9 {_ms(lat['p999_ms'])} ms "
                              f"({lat['samples']:,} samples, {lat['words_per_s']:,.0f} words/s)")
                 rows.append(row)
-    return {"bytewax": bytewax, "rows": rows, "targets": judge(rows, bytewax)}
+    targets = [] if args.topology is not None else judge(rows, bytewax)
+    return {"bytewax": bytewax, "rows": rows, "targets": targets}
 
 
 def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
@@ -958,6 +1078,7 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
         # the baseline's favourable side is its faster one (the comparison's worse)
         bytewax = {**runs[rates.index(middle(rates, higher_is_better=False))], "words_per_s_rounds": rates}
     targets = combine_rounds([r["targets"] for r in rounds])
+    rate = "words_per_s" if args.topology is None else "tuples_per_s"
     return {
         "machine": machine_info(),
         "code": code,
@@ -970,8 +1091,10 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
                      "bytewax_sentences": None if args.no_bytewax else args.bytewax_sentences,
                      "bytewax_batch_size": BYTEWAX_BATCH},
         "bytewax": bytewax,
-        "rows": median_rows([r["rows"] for r in rounds]),
-        "transport_ratios": transport_ratios([r["rows"] for r in rounds]),
+        "topology": None if args.topology is None else {
+            "file": args.topology, "class": args.topology_class, "measure": args.measure_label},
+        "rows": median_rows([r["rows"] for r in rounds], rate),
+        "transport_ratios": transport_ratios([r["rows"] for r in rounds], rate),
         "targets": targets,
         "targets_met": all(t["met"] for t in targets),
         "rounds": rounds,
@@ -1023,6 +1146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     report["wall_seconds"] = time.monotonic() - began
     if args.slow_bolt:
         print(slow_table(report["slow_bolt"]))
+    elif report.get("topology") is not None:
+        print(user_table(report["rows"], report["topology"]["measure"]))
+        for line in transport_lines(report["transport_ratios"], "tuples/s"):
+            print(line)
     else:
         print(results_table(report["rows"], report["bytewax"], report["targets"]))
         for line in transport_lines(report["transport_ratios"]):

@@ -158,6 +158,51 @@ def test_tiny_run_writes_a_complete_report(tmp_path: Path) -> None:
     assert "words/s" in result.stdout and "Bytewax" in result.stdout
 
 
+USER_TOPOLOGY = REPO / "tests" / "runtime" / "project" / "topologies" / "wordcount.py"
+
+
+def test_a_users_topology_is_benchmarked_over_both_transports(tmp_path: Path) -> None:
+    """--topology: any topology, over each transport, by the component asked for;
+    no Bytewax, no word-count targets. Two workers, so that tuples cross the
+    transport and zmq/tcp means something."""
+    report_file = tmp_path / "user.json"
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--topology", str(USER_TOPOLOGY), "--measure", "count",
+         "--transports", "zmq,tcp", "--workers", "2", "--acking", "on", "--rounds", "1",
+         "--seconds", "2", "--json", str(report_file),
+         "-o", "test.count=1000000000", "-o", f"test.output_dir={tmp_path}"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(report_file.read_text())
+    assert report["topology"]["measure"] == "tuples executed by count"
+    assert report["bytewax"] is None and report["targets"] == []
+    rows = {(r["transport"], r["workers"], r["acking"]): r["throughput"] for r in report["rows"]}
+    assert set(rows) == {("zmq", 2, True), ("tcp", 2, True)}
+    for row in rows.values():
+        assert row["tuples_per_s"] > 0 and len(row["processes"]) == 2
+        assert row["samples"] > 0 and 0 < row["p50_ms"] <= row["p99_ms"]
+    (ratio,) = report["transport_ratios"]
+    assert ratio["zmq_over_tcp"] > 0
+    assert "tuples executed by count" in result.stdout and "Bytewax" not in result.stdout
+
+
+def test_a_users_topology_that_runs_dry_or_lacks_the_component_is_refused(tmp_path: Path) -> None:
+    """Spouts exhausted before --seconds: the window would have measured the drain."""
+    command = [sys.executable, str(SCRIPT), "--topology", str(USER_TOPOLOGY),
+               "--transports", "tcp", "--workers", "1", "--acking", "off", "--rounds", "1",
+               "--seconds", "2", "-o", f"test.output_dir={tmp_path}"]
+    result = subprocess.run([*command, "--measure", "counter"], cwd=REPO, capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].endswith(
+        "--measure 'counter': FiniteWordCount has no such component; it has sentences, split, count")
+    result = subprocess.run([*command, "-o", "test.count=100"], cwd=REPO, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 1
+    assert "every spout was exhausted before the run's 2 s" in result.stderr
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_tiny_slow_bolt_run_reports_rss_over_time(tmp_path: Path) -> None:
