@@ -679,7 +679,8 @@ def combine_rounds(per_round: list[list[dict[str, Any]]]) -> list[dict[str, Any]
 
 def transport_ratios(per_round: list[list[dict[str, Any]]],
                      key: str = "words_per_s") -> list[dict[str, Any]]:
-    """zmq's words/s over tcp's, per (workers, acking), round by round (the two ran
+    """zmq's rate (`key`: words/s, or a user topology's tuples/s) over tcp's, per
+    (workers, acking), round by round (the two ran
     minutes apart) and their median: which transport won, by how much, and how much
     the rounds disagree. One worker crosses no transport (local delivery): its
     ratio's spread is the noise of the machine."""
@@ -710,10 +711,10 @@ def transport_lines(ratios: list[dict[str, Any]], unit: str = "words/s") -> list
 
 def median_rows(per_round: list[list[dict[str, Any]]],
                 key: str = "words_per_s") -> list[dict[str, Any]]:
-    """Per configuration, the throughput run of the round whose words/s is the
-    `middle` and the latency run of the round whose p99 is, so that the numbers of
-    each run shown were measured together; plus every round's words/s and p99 to
-    show the spread."""
+    """Per configuration, the throughput run of the round whose rate (`key`: words/s,
+    or a user topology's tuples/s) is the `middle` and the latency run of the round
+    whose p99 is, so that the numbers of each run shown were measured together; plus
+    every round's rate and p99 to show the spread."""
     grouped: dict[tuple[str, int, bool], list[dict[str, Any]]] = {}
     for rows in per_round:
         for row in rows:
@@ -974,7 +975,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="--topology's Topology class, when the file defines several")
     parser.add_argument("--measure", metavar="COMPONENT",
                         help="--topology's throughput: tuples a bolt executed or a spout "
-                             "emitted (default: every spout's emitted tuples)")
+                             "emitted (default: every spout's emitted tuples, replays "
+                             "included)")
     parser.add_argument("--json", metavar="FILE", help="also write every number to FILE")
     args = parser.parse_args(argv)
     if args.topology is None and (args.topology_class or args.measure):

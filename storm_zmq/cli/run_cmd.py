@@ -87,7 +87,7 @@ def _start_ui(args: argparse.Namespace, options: Any) -> Any:
     from storm_zmq.metrics.summary import TopologyLayout
     from storm_zmq.runtime.local import prepare_run
 
-    definition, conf, workers = prepare_run(options)
+    definition, conf, workers = prepare_run(options, warn=False)  # run_local warns
     port = args.ui_port if args.ui_port is not None else conf["ui.port"]
     if not 0 <= port <= 65535:
         raise UsageError(f"--ui-port must be between 0 and 65535, got {port}")

@@ -490,6 +490,8 @@ class Executor(threading.Thread):
         self.stop_requested = threading.Event()
         # counters, read by the worker's stats loop (metrics: docs/observability.md)
         self.emitted = self.transferred = self.acked = self.failed = self.executed = 0
+        #: Tuples its components emitted in cleanup(), which `finish` warns about
+        self.emitted_in_cleanup = 0
         self.malformed = self.errors_reported = 0
         self.busy_secs = 0.0  # time spent running input batches through process()
         self.process_ms_total = 0.0
@@ -601,6 +603,7 @@ class Executor(threading.Thread):
             emitted = self.emitted
             component.cleanup()
             if self.emitted != emitted:
+                self.emitted_in_cleanup += self.emitted - emitted  # said here, once
                 log.warning(
                     "component %r task %d emitted %d tuple(s) in cleanup(): the topology is "
                     "stopping, and they are delivered only to consumers that have not stopped "
@@ -677,11 +680,12 @@ class Executor(threading.Thread):
             held.pop()
 
     @staticmethod
-    def _put_if_room(held: HeldBatch) -> bool:
-        """Put a held batch if its queue, local or the transfer queue, has room (by
-        one batch past its bound at most, as a waiting put goes)."""
+    def _put_if_room(held: HeldBatch, remote_past_bound: bool = False) -> bool:
+        """Put a held batch if its queue has room (by one batch past its bound at
+        most, as a waiting put goes). With `remote_past_bound` (a shared thread's
+        executor, `_try_put`) the transfer queue takes it whatever its length."""
         queue = held.queue
-        if len(queue) >= queue.capacity:
+        if len(queue) >= queue.capacity and not (remote_past_bound and held.remote):
             return False
         queue.put(held.batch, force=True, weight=held.weight)
         return True
@@ -1104,11 +1108,7 @@ class Executor(threading.Thread):
     def _try_put(self, held: HeldBatch) -> bool:
         """Put a held batch if its queue may take it: a local queue with room; the
         transfer queue always (`_must_wait` kept what may not go)."""
-        queue = held.queue
-        if not held.remote and len(queue) >= queue.capacity:
-            return False
-        queue.put(held.batch, force=True, weight=held.weight)
-        return True
+        return self._put_if_room(held, remote_past_bound=True)
 
     def _must_wait(self, task: int) -> bool:
         """A remote task to which nothing may go now: its worker throttles it (but

@@ -91,9 +91,10 @@ class RunResult:
     reason: str
 
 
-def prepare_run(options: RunOptions) -> tuple[Any, dict[str, Any], int]:
+def prepare_run(options: RunOptions, warn: bool = True) -> tuple[Any, dict[str, Any], int]:
     """Load and validate everything before any process starts: a mistake costs
-    nothing half-started."""
+    nothing half-started. `warn`: print the config's warnings (once per run: the
+    UI prepares the run before `run_local` does)."""
     topology = load_topology(options.topology_file, options.topology_name)
     definition = topology.definition()
     conf = {**options.conf, **definition.config, **options.overrides}
@@ -108,7 +109,7 @@ def prepare_run(options: RunOptions) -> tuple[Any, dict[str, Any], int]:
         warnings = validate_topology_conf(conf, definition, overridden=options.overrides)
     except ConfigError as exc:
         raise RunError(str(exc)) from None
-    for warning in warnings:
+    for warning in warnings if warn else ():
         print(f"warning: {warning}", file=sys.stderr)
     definition = with_max_task_parallelism(definition, conf)
     _check_picklable(conf)

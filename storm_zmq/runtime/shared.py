@@ -226,6 +226,7 @@ def _pread_holding_the_lock(fd: int) -> Callable[[], bytes] | None:
 #: the user's own code emits (a `ReliableSpout.fail` replaying, say).
 _HOOKS = frozenset({"next_tuple", "process", "process_tick", "process_batch", "fail", "ack",
                     "activate", "deactivate", "initialize", "cleanup"})
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _emitting_call() -> str:
@@ -237,8 +238,8 @@ def _emitting_call() -> str:
     for entry in reversed(stack):
         if is_user_file(entry.filename):
             return f"at {entry.filename}:{entry.lineno} in {entry.name}"
-    for entry in reversed(stack):
-        if entry.name in _HOOKS:
+    for entry in reversed(stack):  # the runtime's own ack()s and fail()s are no hooks
+        if entry.name in _HOOKS and not entry.filename.startswith(_RUNTIME_DIR):
             return f"in {entry.name}()"
     return "outside any call of the runtime's: a thread of the component's own?"
 

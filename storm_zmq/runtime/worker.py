@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from storm_zmq.component import Tuple
+from storm_zmq.config import PER_COMPONENT_KEYS, SCHEMA
 from storm_zmq.logs import configure_worker_logging
 from storm_zmq.messaging import Connection, load_context
 from storm_zmq.messaging.base import SendTimeout, TaskMessage
@@ -237,11 +238,16 @@ class WorkerState:
     # -- what executors ask -------------------------------------------------------
 
     def component_conf(self, component: str) -> dict[str, Any]:
-        """Topology conf with the component's own `config` on top (Storm's rule)."""
+        """Topology conf with the component's own `config` on top, less the known
+        keys a component may not set (Storm's rule, `PER_COMPONENT_KEYS`): what its
+        executors read and its `initialize` gets, so that a component sees the
+        values the runtime uses (validation warns about the rest)."""
         spec = self.definition.components.get(component)
         if spec is None or not spec.config:
             return self.conf
-        return {**self.conf, **spec.config}
+        own = {key: value for key, value in spec.config.items()
+               if key in PER_COMPONENT_KEYS or key not in SCHEMA}
+        return {**self.conf, **own}
 
     def context_for(self, task: int) -> dict[str, Any]:
         """pystorm's context dict: Storm's multilang context, and where the task runs."""
@@ -822,7 +828,7 @@ class Worker:
                 "cleanup() has not run for the components there (blocked in process(), "
                 "next_tuple() or cleanup()?)"))
             self.state.failed.set()
-        if not stuck:
+        if not stuck and not self.state.failed.is_set():  # a failure tells its own story
             self._say_left_behind()
         for thread in threads:
             thread.join(max(0.1, deadline - time.monotonic()))
@@ -841,16 +847,17 @@ class Worker:
 
     def _say_left_behind(self) -> None:
         """Once every executor stopped: tuples still in their queues, or emitted
-        and never flushed, are dropped with the worker. Emitted after their consumers
-        stopped, by a thread of a component's own mostly (a soak audit lost 8,200 of
-        15 million so, unsaid), or left by a drain that timed out."""
+        and never flushed, are dropped with the worker. A soak audit lost 8,200 of
+        15 million so, unsaid: emitted by a thread of a component's own after their
+        consumers stopped. (What components emitted in cleanup() was said already,
+        and a drain that timed out said what it left.)"""
         queued, unflushed = left_behind(self.state, self.executors)
-        if queued or unflushed:
+        dropped = queued + unflushed - sum(e.emitted_in_cleanup for e in self.executors)
+        if dropped > 0:
             log.warning(
-                "worker %d: %d tuple(s) in the queues of executors that had stopped and %d "
-                "emitted but never flushed are dropped (emitted after their consumers "
-                "stopped, by a thread of a component's own? or left by a drain that "
-                "timed out)", self.index, queued, unflushed)
+                "worker %d: %d tuple(s) were still queued for its executors, or emitted "
+                "and never flushed, when they stopped: dropped (emitted after their "
+                "consumers stopped, by a thread of a component's own?)", self.index, dropped)
 
     def _executor_threads(self) -> list[threading.Thread]:
         """The threads that run executors now: a shared thread's executors that

@@ -262,30 +262,32 @@ LOAD_SLACK = 0.05
 #: A weighted shuffle's shares are multiples of 1/WEIGHT_STEPS of the heaviest target's.
 WEIGHT_STEPS = 10
 
-#: The fields choosers of a process remember the choice for at most this many short
-#: str keys in all...
+#: A fields chooser's memo remembers the choice for at most this many short str keys,
+#: and the memos of a process hold four times as many in all...
 MEMO_ENTRIES = 16_384
-#: ...of at most this many characters each: full, the memos hold about 2 MiB (ASCII keys).
+#: ...of at most this many characters each: a full memo holds about 2 MiB (ASCII keys).
 MEMO_KEY_CHARS = 32
 
 
 class _ChoiceMemos:
     """The memos of a process's fields choosers: one per set of targets, shared by
     every chooser that sends to it (the tasks of an upstream component, each of its
-    streams), and one bound for them all. A memo per chooser made the bound one per
-    emitting task, stream and subscriber: +27 MB in a worker of 16 choosers fed
-    unique keys (a soak audit). The bound is counted down as entries are added, so
-    the lookup of a known key costs what it did."""
+    streams), each bounded, and one bound for them all. A memo per chooser made the
+    bound one per emitting task, stream and subscriber: +27 MB in a worker of 16
+    choosers fed unique keys (a soak audit). The total is counted down as entries
+    are added, so the lookup of a known key costs what it did; threads adding at
+    once may overshoot it by a few entries (a bound on memory, not an exact count)."""
 
-    def __init__(self, entries: int) -> None:
-        self.room = entries
+    def __init__(self, per_memo: int, total: int) -> None:
+        self.per_memo = per_memo
+        self.room = total
         self._by_targets: dict[tuple[tuple[int], ...], dict[str, tuple[int]]] = {}
 
     def for_targets(self, choices: tuple[tuple[int], ...]) -> dict[str, tuple[int]]:
         return self._by_targets.setdefault(choices, {})
 
 
-_MEMOS = _ChoiceMemos(MEMO_ENTRIES)
+_MEMOS = _ChoiceMemos(MEMO_ENTRIES, 4 * MEMO_ENTRIES)
 
 
 class _SingleFieldChooser:
@@ -320,7 +322,7 @@ class _SingleFieldChooser:
                 pass
             else:
                 memos = self._memos
-                if memos.room > 0 and len(value) <= MEMO_KEY_CHARS:
+                if memos.room > 0 and len(value) <= MEMO_KEY_CHARS and len(memo) < memos.per_memo:
                     memos.room -= 1
                     memo[value] = choice
                 return choice
