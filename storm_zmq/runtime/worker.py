@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import logging
 import math
 import os
@@ -23,6 +24,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import Any, Protocol
 
 from storm_zmq.component import Tuple
@@ -119,6 +121,23 @@ def _where_in_user_code(thread: threading.Thread) -> str:
         if is_user_file(entry.filename):
             return f"{entry.filename}:{entry.lineno} in {entry.name}"
     return ""
+
+
+def _outermost_user_frame(thread: threading.Thread) -> FrameType | None:
+    """The outermost frame of the user's code that `thread` is running now: the
+    call of a component's hook (`process`, `next_tuple`) the runtime made."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    found = None
+    while frame is not None:
+        if _is_user_code(frame.f_code.co_filename):
+            found = frame
+        frame = frame.f_back
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_user_code(filename: str) -> bool:
+    return is_user_file(filename)
 
 
 def left_behind(state: WorkerState, executors: Sequence[Executor]) -> tuple[int, int]:
@@ -571,6 +590,9 @@ class Worker:
         self.executors: list[Executor] = [new_executor(state, ex) for ex in state.local_executors]
         # The threads that run the executors: one each, or one for all of them.
         self._hold_said: dict[threading.Thread, tuple[float, float]] = {}  # step start, next notice
+        # executor in a thread of its own -> (its call of user code, since, next notice)
+        self._own_calls: dict[Executor, tuple[FrameType, float, float]] = {}
+        self._next_own_check = 0.0
         self._runners: list[threading.Thread] = []
         if self.conf.get("worker.shared.executor.thread"):  # and those it hands over to
             self._runners.append(SharedExecutorThread(state, self.executors, self._runners.append))
@@ -642,6 +664,7 @@ class Worker:
                 finished_reported, next_stats = True, now
             garbage.tick()
             self._say_who_holds_the_thread(now)
+            self._say_who_is_stuck_alone(now)
             if now >= next_stats:
                 next_stats = now + STATS_INTERVAL
                 self.control.report_stats(self.index, self.stats())
@@ -768,6 +791,42 @@ class Worker:
                         f"the other components of its shared executor thread ({others}) go on "
                         "without it, in a new one" if moved else
                         f"the components of its shared executor thread wait for it ({others or 'none'})")
+
+    def _say_who_is_stuck_alone(self, now: float) -> None:
+        """An executor in a thread of its own (`worker.shared.executor.thread:
+        false`, or one that left the shared thread, often for waiting in its code)
+        blocked for good in a call of its component showed only as 0 tuples a
+        second, and was named at the stop. Once a second, the outermost frame of the
+        user's code on its stack is looked at: the same frame object 10 s later is
+        the same call (a kept reference cannot be reused by another), so it is
+        named, with the line it is at; a spout polling in short calls never is."""
+        if now < self._next_own_check:
+            return
+        self._next_own_check = now + 1.0
+        calls = self._own_calls
+        alone = {}
+        for runner in self._executor_threads():
+            executor = runner.handed_over if isinstance(runner, SharedExecutorThread) else runner
+            if isinstance(executor, Executor) and runner.is_alive():
+                alone[executor] = runner
+        for executor in list(calls):
+            if executor not in alone:
+                del calls[executor]
+        for executor, runner in alone.items():
+            frame = _outermost_user_frame(runner)
+            seen = calls.get(executor)
+            if frame is None:
+                calls.pop(executor, None)
+            elif seen is None or seen[0] is not frame:
+                calls[executor] = (frame, now, now + HOLD_NOTICE_SECS)
+            elif now >= seen[2]:
+                calls[executor] = (frame, seen[1], now + HOLD_NOTICE_REPEAT_SECS)
+                where = _where_in_user_code(runner)
+                log.warning("component %r (tasks %s) has been in one call of its own code for "
+                            "%.0f s%s (it runs in a thread of its own: no other component "
+                            "waits for it)", executor.component,
+                            ", ".join(map(str, executor.assignment.tasks)), now - seen[1],
+                            f", at {where}" if where else "")
 
     def _say_who_is_initializing(self) -> None:
         """Name the executors in start-up now, not those waiting their turn behind

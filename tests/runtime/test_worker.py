@@ -315,3 +315,55 @@ def test_the_stop_says_what_was_dropped_once(caplog: pytest.LogCaptureFixture) -
     (said,) = [r.getMessage() for r in caplog.records]
     assert said.startswith("worker 0: 2 tuple(s) were still queued for its executors, or emitted "
                            "and never flushed, when they stopped: dropped")
+
+
+def test_a_component_blocked_in_a_thread_of_its_own_is_named_and_a_poller_is_not(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """In a thread of its own, a component blocked for good in one call was named
+    only at the stop. The same outermost frame of its code 10 s later is the same
+    call; a spout that polls in short calls (a new frame each) is never named."""
+    import collections
+    import itertools
+    import types
+
+    from storm_zmq.runtime.executor import new_executor
+    from storm_zmq.runtime.worker import HOLD_NOTICE_REPEAT_SECS, HOLD_NOTICE_SECS, Worker
+
+    state = word_count_state()
+    by_name = {ex.component: new_executor(state, ex) for ex in state.local_executors}
+    release = threading.Event()
+
+    def process_that_blocks() -> None:  # this file is the user's code here
+        release.wait(30)
+
+    def poll_once(_: object) -> None:  # called by C code (map): a new frame each call
+        if release.wait(0.005):
+            raise StopIteration
+
+    threads = {"count_bolt": threading.Thread(target=process_that_blocks),
+               "sentence_spout": threading.Thread(
+                   target=collections.deque, args=(map(poll_once, itertools.repeat(None)), 0))}
+    for name, thread in threads.items():
+        thread.start()
+        by_name[name]._ident = thread.ident  # type: ignore[attr-defined]  # where it runs
+        by_name[name].is_alive = lambda: True  # type: ignore[method-assign]
+    runners = [by_name[name] for name in threads]
+    worker = types.SimpleNamespace(_executor_threads=lambda: runners, _own_calls={},
+                                   _next_own_check=0.0)
+    try:
+        with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.worker"):
+            for now in range(100, 100 + int(HOLD_NOTICE_SECS + HOLD_NOTICE_REPEAT_SECS) + 1):
+                Worker._say_who_is_stuck_alone(worker, float(now))  # type: ignore[arg-type]
+                time.sleep(0.01)  # the poller makes new calls meanwhile
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 2, said
+        first, again = said
+        assert first.startswith("component 'count_bolt' (tasks ")
+        assert "in one call of its own code for 10 s, at " in first
+        assert "test_worker.py:" in first and "in process_that_blocks" in first
+        assert "for 70 s" in again
+    finally:
+        release.set()
+        for thread in threads.values():
+            thread.join()
