@@ -6,10 +6,13 @@ The public API is streamparse's: a streamparse project runs after changing
 """
 
 __version__ = "0.1.0"
+#: streamparse's VERSION: the version as a tuple of ints
+VERSION = tuple(int(part) for part in __version__.split("."))
 
 from storm_zmq.component import (  # noqa: E402
     BatchingBolt,
     Bolt,
+    Component,
     ReliableSpout,
     Spout,
     StormHandler,
@@ -22,6 +25,7 @@ from storm_zmq.topology.foreign import JavaBolt, JavaSpout, ShellBolt, ShellSpou
 __all__ = [
     "BatchingBolt",
     "Bolt",
+    "Component",
     "Grouping",
     "JavaBolt",
     "JavaSpout",
@@ -34,5 +38,6 @@ __all__ = [
     "TicklessBatchingBolt",
     "Topology",
     "Tuple",
+    "VERSION",
     "__version__",
 ]

@@ -256,6 +256,24 @@ class Spout(Component):
         assert self._collector is not None, "component is not running"
         return self._collector.emit(tup, stream, None, direct_task, need_task_ids, tup_id)
 
+    def emit_many(
+        self,
+        tuples: Sequence[Sequence[Any]],
+        stream: str | None = None,
+        tup_ids: Sequence[Any] | None = None,
+        direct_task: int | None = None,
+        need_task_ids: bool = True,
+    ) -> list[list[int] | None]:
+        """streamparse 2's, gone from streamparse 3 but still in much code: `emit`
+        for each of `tuples` (with the matching one of `tup_ids`), what each
+        returned. Emits are batched anyway, so it is no faster than a loop."""
+        ids = [None] * len(tuples) if tup_ids is None else tup_ids
+        if len(ids) != len(tuples):
+            raise ValueError(f"emit_many: {len(tuples)} tuples but {len(ids)} tup_ids")
+        return [self.emit(tup, tup_id=tup_id, stream=stream, direct_task=direct_task,
+                          need_task_ids=need_task_ids)
+                for tup, tup_id in zip(tuples, ids, strict=True)]
+
     def report_exhausted(self) -> None:
         """Say that this spout will emit nothing more. `storm-zmq run` stops by
         itself once every spout task said so and its pending tuples completed."""
@@ -372,6 +390,20 @@ class Bolt(Component):
         if anchors is None:
             anchors = self._auto_anchors()
         return self._collector.emit(tup, stream, anchors, direct_task, need_task_ids)
+
+    def emit_many(
+        self,
+        tuples: Sequence[Sequence[Any]],
+        stream: str | None = None,
+        anchors: Sequence[Tuple] | None = None,
+        direct_task: int | None = None,
+        need_task_ids: bool = True,
+    ) -> list[list[int] | None]:
+        """streamparse 2's, gone from streamparse 3 but still in much code: `emit`
+        for each of `tuples`, what each returned. Emits are batched anyway, so it
+        is no faster than a loop."""
+        return [self.emit(tup, stream=stream, anchors=anchors, direct_task=direct_task,
+                          need_task_ids=need_task_ids) for tup in tuples]
 
     def _auto_anchors(self) -> list[Tuple] | None:
         """What an emit without `anchors` is anchored to: the tuples being processed

@@ -22,6 +22,39 @@ def test_each_module_names_the_top_level_objects() -> None:
     assert {"Grouping", "Stream", "Topology", "JavaSpout"} <= set(dsl.__all__)
 
 
+def test_streamparse_submodules_import_as_they_did() -> None:
+    """A porting audit: ``from streamparse.storm.bolt import Bolt`` and
+    ``from streamparse.dsl.topology import Topology`` (found in public projects)
+    failed: ``storm_zmq.storm`` and ``.dsl`` were modules, not packages."""
+    import importlib
+
+    for path, names in {
+        "storm_zmq.storm.bolt": ["Bolt", "BatchingBolt", "TicklessBatchingBolt", "JavaBolt"],
+        "storm_zmq.storm.spout": ["Spout", "ReliableSpout", "ShellSpout"],
+        "storm_zmq.storm.component": ["Component", "StormHandler", "Tuple"],
+        "storm_zmq.dsl.topology": ["Topology"],
+        "storm_zmq.dsl.stream": ["Grouping", "Stream"],
+    }.items():
+        module = importlib.import_module(path)
+        assert set(names) <= set(module.__all__), path
+        for name in module.__all__:
+            assert getattr(module, name) is getattr(storm_zmq, name), (path, name)
+    assert storm_zmq.VERSION == (0, 1, 0) and storm.Component is storm_zmq.Component
+
+
+def test_a_dsl_mistake_is_the_value_or_type_error_streamparse_raised() -> None:
+    from storm_zmq import Bolt, Grouping, Spout, Topology
+
+    class S(Spout):
+        outputs = ["x"]
+
+    for kind in (ValueError, TypeError):
+        with pytest.raises(kind):
+            Grouping.fields()
+        with pytest.raises(kind):
+            type("NoInputs", (Topology,), {"s": S.spec(), "b": Bolt.spec()})
+
+
 def test_a_storm_handler_leaves_each_record_to_the_worker_log_once(
         caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
     """pystorm's StormHandler forwarded records to Storm; here they reach the

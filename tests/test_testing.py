@@ -552,3 +552,30 @@ def test_ack_or_fail_of_what_is_no_input_is_refused_as_in_a_worker() -> None:
             method("x")
     h.component.ack(tup.id)  # an input's id is fine
     assert h.acked[-1] is tup
+
+
+def test_emit_many_of_streamparse_2_emits_each_tuple() -> None:
+    """A porting audit: code from streamparse 2 (the many tweet word counts) calls
+    `emit_many`, which streamparse 3 dropped; it emits each tuple, as it did."""
+
+    class ManyBolt(Bolt):
+        outputs = ["v"]
+
+        def process(self, tup: Tuple) -> None:
+            self.returned = self.emit_many([[word] for word in tup.values[0].split()])
+
+    h = BoltHarness(ManyBolt)
+    tup = h.make_tuple(["a b c"])
+    h.process(tup)
+    assert h.emitted_values() == [["a"], ["b"], ["c"]]
+    assert all(e.anchors == [tup] for e in h.emits)  # auto-anchored, as emit is
+    assert h.component.returned == [[1], [1], [1]]  # need_task_ids (streamparse 2's default): the target
+
+    class ManySpout(Spout):
+        outputs = ["n"]
+
+        def next_tuple(self) -> None:
+            self.emit_many([[1], [2]], tup_ids=["one", "two"], need_task_ids=False)
+
+    s = SpoutHarness(ManySpout)
+    assert [(e.values, e.tup_id) for e in s.next_tuple()] == [([1], "one"), ([2], "two")]

@@ -285,6 +285,7 @@ def submit_topology(args: argparse.Namespace) -> int:
     from storm_zmq.runtime.assignment import acker_executors
     from storm_zmq.topology import load_topology
     from storm_zmq.topology.definition import with_max_task_parallelism
+    from storm_zmq.topology.loader import streamparse_leftovers
 
     conf = load_config_from_args(args)
     print(f"packaging {args.topology_file} ...", file=sys.stderr, flush=True)
@@ -301,7 +302,7 @@ def submit_topology(args: argparse.Namespace) -> int:
         warnings = validate_topology_conf(topology_conf, definition, overridden=overrides)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    for warning in warnings:
+    for warning in [*warnings, *streamparse_leftovers(args.topology_file)]:
         print(f"warning: {warning}", file=sys.stderr)
     definition = with_max_task_parallelism(definition, topology_conf)
     name = args.name or definition.name

@@ -30,6 +30,7 @@ from storm_zmq.runtime.stats import RunStats
 from storm_zmq.runtime.worker import worker_main
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.definition import with_max_task_parallelism
+from storm_zmq.topology.loader import streamparse_leftovers
 
 PROGRESS_INTERVAL = 2.0
 #: A drain still going after this long is announced (it may take up to
@@ -109,7 +110,7 @@ def prepare_run(options: RunOptions, warn: bool = True) -> tuple[Any, dict[str, 
         warnings = validate_topology_conf(conf, definition, overridden=options.overrides)
     except ConfigError as exc:
         raise RunError(str(exc)) from None
-    for warning in warnings if warn else ():
+    for warning in [*warnings, *streamparse_leftovers(options.topology_file)] if warn else ():
         print(f"warning: {warning}", file=sys.stderr)
     definition = with_max_task_parallelism(definition, conf)
     _check_picklable(conf)

@@ -95,6 +95,14 @@ class TupleId:
     def __repr__(self) -> str:
         return "TupleId(" + ", ".join(f"{r:x}:{e:x}" for r, e in self.roots.items()) + ")"
 
+    def __str__(self) -> str:
+        """A string id, as pystorm's tuples had (Storm's multilang sends one): the
+        tuple's edge id in its first tree, random 64 bits, so unique per tuple in
+        practice. For logs, keys and emitting on; `ack`/`fail` take the Tuple or
+        this object, not the string."""
+        many = self.many
+        return str(self.edge if many is None else next(iter(many.values())))
+
 
 #: A TupleId's `ack_val` once the tuple was acked by its bolt's own `ack` (the XOR of
 #: 64-bit edge ids is never negative, and stays negative when XORed with more): a
@@ -332,5 +340,7 @@ def _why_unpackable(value: Any, top: str, path: str) -> str | None:
         return f"{where} is a str that cannot be encoded as UTF-8 ({exc.reason} at position {exc.start})"
     except Exception:
         kind = type(value)
-        return f"{where} is a {kind.__module__}.{kind.__qualname__}, which cannot be serialized ({_CARRIES})"
+        hint = "; a tuple's id is the runtime's object: emit str(tup.id)" if kind is TupleId else ""
+        return (f"{where} is a {kind.__module__}.{kind.__qualname__}, which cannot be serialized "
+                f"({_CARRIES}){hint}")
     return None

@@ -12,5 +12,8 @@ from __future__ import annotations
 __all__ = ["TopologyError"]
 
 
-class TopologyError(Exception):
-    """A topology (or one of its components, streams or groupings) is invalid."""
+class TopologyError(ValueError, TypeError):
+    """A topology (or one of its components, streams or groupings) is invalid.
+
+    A ValueError and a TypeError both: streamparse's DSL raised one or the other
+    for these mistakes, and a project's tests that expect either still pass."""

@@ -31,7 +31,7 @@ import storm_zmq
 from storm_zmq.topology.errors import TopologyError
 from storm_zmq.topology.topology import Topology
 
-__all__ = ["is_user_file", "load_topology", "project_dir"]
+__all__ = ["is_user_file", "load_topology", "project_dir", "streamparse_leftovers"]
 
 _counter = itertools.count(1)
 
@@ -41,6 +41,18 @@ def project_dir(path: Path) -> Path:
     the file's directory."""
     parent = path.parent
     return parent.parent if parent.name == "topologies" else parent
+
+
+def streamparse_leftovers(path: str | Path) -> list[str]:
+    """What a streamparse project has that storm-zmq does not read, for a warning:
+    its ``config.json`` (sparse's environments and their topology options), whose
+    settings would otherwise be lost without a word (a porting audit)."""
+    config_json = project_dir(Path(path).expanduser().resolve()) / "config.json"
+    if not config_json.is_file():
+        return []
+    return [f"{config_json} (streamparse's sparse settings) is not read: put its topology "
+            "options in the topology's config or conf/storm.yaml, and its log level in "
+            "pystorm.log.level (docs/streamparse.md)"]
 
 
 def load_topology(path: str | Path, name: str | None = None) -> type[Topology]:

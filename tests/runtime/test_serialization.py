@@ -318,6 +318,22 @@ def test_unserializable_nested_value_names_its_place_down_to_the_item() -> None:
         encode_tuple(4, "default", None, [deep], "c")
 
 
+def test_a_tuple_id_reads_as_a_string_id_and_emitting_it_says_how() -> None:
+    """A porting audit: pystorm's tuples had string ids, which code logs, stores and
+    emits on. `str(tup.id)` is one (the tuple's edge id, unique per tuple); emitting
+    the id object itself says to emit that instead."""
+    from storm_zmq.runtime.serialization import TupleId
+
+    one, two = TupleId({5: 2**63 + 7}), TupleId({5: 11, 6: 12})
+    assert str(one) == str(2**63 + 7) and str(two) == "11"
+    assert str(TupleId({5: 8})) != str(TupleId({5: 9}))
+    with pytest.raises(SerializationError, match=r"value 0 of the tuple is a storm_zmq\.runtime"
+                       r"\.serialization\.TupleId, .*; a tuple's id is the runtime's object: "
+                       r"emit str\(tup\.id\)"):
+        encode_tuple(4, "default", None, [one], "c")
+    encode_tuple(4, "default", None, [str(one)], "c")
+
+
 def test_unserializable_roots_still_name_component_and_stream() -> None:
     with pytest.raises(SerializationError) as info:
         encode_tuple(1, "st", {2**64: 1}, ["ok"], "comp")

@@ -272,3 +272,17 @@ def test_directories_that_are_no_modules_and_unneeded_names_are_not_refused(tmp_
     file = project(tmp_path, **{"site/index.html": "<html/>", "src/email/welcome.txt": "hi",
                                 "src/bolts/queue.py": "X = 1\n"})  # not top-level: no shadow
     assert load_topology(file).__name__ == "WordCount"
+
+
+def test_a_streamparse_config_json_is_said_not_to_be_read(tmp_path: Path) -> None:
+    """A porting audit: sparse's config.json (its environments' topology options and
+    log level) was ignored without a word."""
+    from storm_zmq.topology.loader import streamparse_leftovers
+
+    topology = tmp_path / "topologies" / "t.py"
+    topology.parent.mkdir()
+    topology.write_text("")
+    assert streamparse_leftovers(topology) == []
+    (tmp_path / "config.json").write_text('{"envs": {}}')
+    (said,) = streamparse_leftovers(topology)
+    assert said.startswith(f"{tmp_path / 'config.json'} (streamparse's sparse settings) is not read")
