@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["current_beats", "worker_beat"]
+__all__ = ["current_beats", "placed_beats", "worker_beat"]
 
 
 def worker_beat(time: float, launched: Any, stats: dict[str, Any]) -> dict[str, Any]:
@@ -39,8 +39,20 @@ def current_beats(assignment: Mapping[str, Any],
     heartbeat of the worker placed in its slot now, or None when its slot has no
     heartbeat or only one of an earlier placement (or of a worker from before
     heartbeats carried a marker). `beats`: ``"<host>-<port>" -> heartbeat``."""
-    found: list[Mapping[str, Any] | None] = []
-    for (_, host, port), marker in zip(assignment["slots"], assignment["launched"], strict=True):
-        beat = beats.get(f"{host}-{int(port)}")
-        found.append(beat if beat is not None and beat.get("launched") == marker else None)
-    return found
+    placed = placed_beats(assignment, beats)
+    return [placed.get(node) for node in _slot_nodes(assignment)]
+
+
+def placed_beats(assignment: Mapping[str, Any],
+                 beats: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """The heartbeats of the workers a stored assignment places now, by node: the
+    stats of a topology. A worker removed by a rebalance to fewer workers left its
+    node until the kill, and its last report stayed in the totals, then stale in
+    `stats`, the UI and `/metrics` for good (a cluster audit)."""
+    return {node: beats[node]
+            for node, marker in zip(_slot_nodes(assignment), assignment["launched"], strict=True)
+            if node in beats and beats[node].get("launched") == marker}
+
+
+def _slot_nodes(assignment: Mapping[str, Any]) -> list[str]:
+    return [f"{host}-{int(port)}" for _, host, port in assignment["slots"]]

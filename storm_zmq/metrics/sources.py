@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from storm_zmq.cluster.heartbeat import placed_beats
 from storm_zmq.metrics.ages import ReportAges
 from storm_zmq.metrics.summary import (
     TopologyLayout,
@@ -175,7 +176,11 @@ class ClusterSource:
             records = self._records()
             topology_id, record = self._find(name, records)
             layout = self._layout(topology_id, record)
-            reports = reports_from_beats(self.state.worker_beats(topology_id))
+            beats = self.state.worker_beats(topology_id)
+            assignment = self.state.get_assignment(topology_id)
+            if assignment is not None:  # only the workers placed now (a rebalance's leftovers)
+                beats = placed_beats(assignment, beats)
+            reports = reports_from_beats(beats)
             errors = self.state.errors(topology_id)
             summary = summarize(
                 layout, reports, name=name, errors=errors,

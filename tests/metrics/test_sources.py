@@ -73,6 +73,30 @@ def test_cluster_source_reads_zookeeper_and_caches_the_graph(make_state: Any) ->
         source.summary("nope")
 
 
+def test_only_the_workers_the_assignment_places_now_are_counted(make_state: Any) -> None:
+    """A cluster audit: after a rebalance to fewer workers, the removed worker's last
+    heartbeat stayed in the totals, then stale in stats and /metrics until the kill;
+    a heartbeat of an earlier placement in a slot is no current worker's either."""
+    state = make_state()
+    package = build_package(PROJECT / "topologies" / "cluster_ids.py")
+    now = time.time()
+    state.put_code("ids-1", package.data)
+    state.set_topology("ids-1", {
+        "name": "ids", "status": "active", "num_workers": 1, "launch_time": now - 10,
+        "conf": {}, "components": {"numbers": [2, 2], "relay": [2, 2], "sink": [2, 2]},
+        "topology_file": package.topology_file, "topology_class": package.topology_class})
+    state.set_assignment("ids-1", {"slots": [["s1", "127.0.0.1", 6700]], "launched": [2.0]})
+    for port, launched, emitted in ((6700, 2.0, 5), (6701, 1.0, 500)):  # 6701: rebalanced away
+        state.heartbeat("ids-1", "127.0.0.1", port, {"time": now, "launched": launched, "stats": {
+            "worker": port - 6700, "components": {"numbers": {"emitted": emitted}}}})
+    summary = ClusterSource(state).summary("ids")
+    assert summary.component("numbers").emitted == 5
+    assert [w.port for w in summary.workers] == [6700]
+    state.heartbeat("ids-1", "127.0.0.1", 6700, {"time": now, "launched": 1.0, "stats": {
+        "worker": 0, "components": {"numbers": {"emitted": 7}}}})  # an earlier placement's
+    assert ClusterSource(state).summary("ids").workers == ()
+
+
 def test_local_source_before_and_after_the_run_starts() -> None:
     layout = TopologyLayout((ComponentLayout("s", "spout", 1, 1),))
     source = LocalSource(layout, "t", num_workers=2)
