@@ -129,6 +129,8 @@ class Nimbus:
         self._kills: ChangeClock[str] = ChangeClock()
         self._rebalances: ChangeClock[str] = ChangeClock()
         self._uploads: ChangeClock[str] = ChangeClock()
+        #: (topology, slot) of dead workers no free slot could take, said once
+        self._said_stranded: set[tuple[str, Slot]] = set()
 
     def run(self) -> int:
         self.state.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000)
@@ -304,6 +306,7 @@ class Nimbus:
             if self._workers.is_fresh(key, limit, now):
                 alive.add(slot)
         repaired = repair(slots, alive, free_slots(all_slots, used))
+        self._say_stranded(topology_id, slots, repaired, alive)
         if repaired == slots:
             return
         marker = time.time()  # a new placement's
@@ -319,11 +322,29 @@ class Nimbus:
             assignment, workers=tuple(WorkerSlot(s.host, s.port) for s in repaired))
         self.state.set_assignment(topology_id, stored_assignment(assignment, repaired, launched))
 
+    def _say_stranded(self, topology_id: str, slots: list[Slot], repaired: list[Slot],
+                      alive: set[Slot]) -> None:
+        """A dead worker that no free slot can take stays dead until one frees up
+        (`scheduler.repair`): that used to happen without a word, while `list` said
+        the topology was active (a cluster audit). Said once per slot, again after
+        it lived or moved."""
+        for index, (before, after) in enumerate(zip(slots, repaired, strict=True)):
+            key = (topology_id, before)
+            if before in alive or before != after:
+                self._said_stranded.discard(key)
+            elif key not in self._said_stranded:
+                self._said_stranded.add(key)
+                log.warning("worker %d of %s on %s:%d is down (its supervisor or its heartbeats "
+                            "stopped) and no free slot can take it: the topology runs without "
+                            "it until a slot frees up or it comes back", index, topology_id,
+                            before.host, before.port)
+
     def _remove_orphans(self, topologies: set[str], now: float) -> None:
         """Heartbeats and errors of topologies that are gone: a worker still running
         as its topology is removed may write once more, after `_remove`. And code
         and secrets of a submit that never wrote its topology (interrupted): a
         submit in progress has them without the topology too, hence the wait."""
+        self._said_stranded = {key for key in self._said_stranded if key[0] in topologies}
         for topology_id in set(self.state.worker_beat_topologies()) - topologies:
             self.state.remove_worker_beats(topology_id)
         for topology_id in set(self.state.error_topologies()) - topologies:

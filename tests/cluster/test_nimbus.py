@@ -10,6 +10,7 @@ round is run every 10 s of nimbus time, with what each host writes in between.
 from __future__ import annotations
 
 import threading
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -293,3 +294,19 @@ def test_code_and_secrets_of_an_interrupted_submit_are_removed_once_expired(
     nimbus.monitor(now=start + 3600)  # nimbus.inbox.jar.expiration.secs
     assert state.get_code("half-1") is None and state.get_secrets("half-1") is None
     assert state.get_code(TID) == b"zip"  # a topology's own code stays
+
+
+def test_a_dead_worker_no_free_slot_can_take_is_said_once(
+        nimbus: Nimbus, caplog: pytest.LogCaptureFixture) -> None:
+    """A cluster audit: with every slot in use, a worker whose supervisor died stayed
+    dead without a word while `list` said active."""
+    state, start = nimbus.state, time.time()
+    one_worker_topology(state, S1, launched=start)
+    state.register_supervisor("s1", {"host": "h1", "ports": [6700], "time": start})
+    beat(state, S1, start, start)
+    with caplog.at_level(logging.WARNING, logger="storm_zmq.cluster.nimbus"):
+        for elapsed in (0, LAUNCH_GRACE + 1, LAUNCH_GRACE + 10):  # s1 stops refreshing
+            nimbus.monitor(now=start + elapsed)
+    assert slots(state) == [["s1", "h1", 6700]], "nowhere to go"
+    (said,) = [r.getMessage() for r in caplog.records if "no free slot" in r.getMessage()]
+    assert said.startswith(f"worker 0 of {TID} on h1:6700 is down")
