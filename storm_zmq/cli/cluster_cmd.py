@@ -423,9 +423,11 @@ def rebalance_topology(args: argparse.Namespace) -> int:
             # tells a new request from the one before (compared for equality only)
             "rebalance_requested": time.time()})
         leads, slots = _nimbus_leads(state), _cluster_slots(state)
+        free = _free_slots(state, but=topology_id)  # its own slots are its to reuse
     print(f"rebalancing {args.name!r} over {workers} workers: deactivated; nimbus "
           f"reassigns it {wait:g} s after it sees the request, then makes it {previous} again")
     _warn_if_short_of_slots(slots, workers, args.name)
+    _warn_if_few_are_free(free, slots, workers, args.name)
     _warn_without_nimbus(leads)
     return 0
 

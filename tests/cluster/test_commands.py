@@ -61,6 +61,21 @@ def topology_on_one_worker(state: ClusterState, status: str, num_workers: int = 
     state.set_assignment(TID, stored_assignment(assignment, [Slot("s1", "h1", 6700)], [0.0]))
 
 
+def test_a_rebalance_that_other_topologies_leave_too_few_free_slots_is_warned_about(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A cluster audit: submit warned, rebalance did not. Its own slots count as free."""
+    state = make_state()
+    topology_on_one_worker(state, "active")  # s1: ports 6700 (held by ids) and 6701
+    assert main(["rebalance", "ids", "-n", "2", *cli_overrides(zk_conf)]) == 0
+    assert "are free" not in capsys.readouterr().err
+    other = assign("other-1", {"numbers": (1, 1)}, [WorkerSlot("h1", 6701)], 0)
+    state.set_assignment("other-1", stored_assignment(other, [Slot("s1", "h1", 6701)], [0.0]))
+    assert main(["rebalance", "ids", "-n", "2", *cli_overrides(zk_conf)]) == 0
+    assert ("warning: 'ids' needs 2 worker slots and 1 of the cluster's 2 are free: it waits "
+            "until enough are") in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("status", ["active", "inactive"])
 def test_rebalance_hands_its_wait_to_nimbus_which_restores_the_status_before(
         nimbus: Nimbus, zk_conf: dict[str, Any], capsys: pytest.CaptureFixture[str],
