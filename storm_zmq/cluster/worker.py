@@ -70,6 +70,7 @@ class ZooKeeperControl:
         self._state: ClusterState | None = None
         self._interval = float(conf["worker.heartbeat.frequency.secs"])
         self._zk_down_logged = False
+        self._ready = False
         self._thread = threading.Thread(target=self._loop, name="zookeeper", daemon=True)
 
     # -- WorkerControl ----------------------------------------------------------------
@@ -84,6 +85,7 @@ class ZooKeeperControl:
         self._commands.put(command)
 
     def ready(self, worker: int) -> None:
+        self._ready = True
         self._touch()
         if self._status == "active":
             self._commands.put("activate")
@@ -96,18 +98,28 @@ class ZooKeeperControl:
             entry.pop("latencies_ms", None)
         stats["restarts"] = self.restarts  # its supervisor's count, for stats and the UI
         self._stats, self._stats_time = stats, time.time()
-        self._touch()
+        if self._ready:  # the heartbeat file says "it ran" to the supervisor (its exit streaks)
+            self._touch()
 
     def report_error(self, worker: int, text: str) -> None:
-        state = self._state
-        if state is not None:
-            try:
-                # "component 'name' task 3 failed: ..." names the component
-                component = text.split("'")[1] if text.startswith("component '") else "worker"
-                state.report_error(self.topology_id, component, text, host=self.host,
-                                   port=self.port)
-            except Exception:  # ZooKeeper down: the worker log has it anyway
-                pass
+        """Into ZooKeeper, for `stats` and the UI. A worker that fails before it is
+        ready (a component raising in `initialize()`) has no ZooKeeper session yet:
+        it opens one for this, or its error showed nowhere but in its log, while its
+        supervisor relaunched it every few seconds (a cluster audit)."""
+        state, own = self._state, None
+        try:
+            if state is None:
+                state = own = ClusterState(worker_zookeeper_conf(self.conf)).start(
+                    timeout=self._interval * 2)
+            # "component 'name' task 3 failed: ..." names the component
+            component = text.split("'")[1] if text.startswith("component '") else "worker"
+            state.report_error(self.topology_id, component, text, host=self.host,
+                               port=self.port)
+        except Exception as exc:  # ZooKeeper down: the worker log has it anyway
+            log.info("the error is not in ZooKeeper (stats, the UI): %s", exc)
+        finally:
+            if own is not None:
+                own.stop()
 
     def stopped(self, worker: int, stats: dict[str, Any]) -> None:
         self._stopping.set()
@@ -219,10 +231,14 @@ def main(argv: list[str] | None = None) -> int:
     control.worker = worker
     try:
         code = worker.run()
-    except BaseException:
+    except BaseException as exc:
         import traceback
 
         traceback.print_exc()
+        # a port it cannot bind, a topology that does not load: for stats and the UI too
+        control.report_error(launch["worker_index"],
+                             f"worker {launch['worker_index']} failed to start: "
+                             + "".join(traceback.format_exception_only(exc)).strip())
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()

@@ -332,6 +332,14 @@ def test_a_worker_that_cannot_start_is_said_to_with_its_cause(cluster: Cluster) 
         wait_for(lambda: "exited with code 1: " in cluster.log("s1")
                  and f"cannot bind port {slot}" in cluster.log("s1"),
                  "the supervisor saying why its worker died", timeout=60)
+        # and stats and the UI (a cluster audit: a worker that failed before it was
+        # ready had no ZooKeeper session, and its error showed in its log alone)
+        with ClusterState(cluster.zk_conf).start(timeout=10) as state:
+            (topology_id,) = state.topologies()
+            wait_for(lambda: any(f"cannot bind port {slot}" in error["text"]
+                                 for errors in state.errors(topology_id).values()
+                                 for error in errors),
+                     "the error in ZooKeeper", timeout=30)
     line = next(line for line in cluster.log("s1").splitlines() if "exited with code 1" in line)
     assert " WARNING " in line and "relaunching it" in line
 
