@@ -319,8 +319,14 @@ class Supervisor:
                     cause, logs[0])
 
     def _restart_dead_workers(self) -> None:
-        """Without ZooKeeper: keep the current assignment alive."""
+        """Without ZooKeeper: keep the current assignment alive. Not a worker that
+        exited 0: it stopped itself (its slot is another's now, or its topology was
+        rebalanced or killed), and relaunching it from its launch file ran a
+        duplicate of a worker placed elsewhere, spouts active (a cluster audit). It
+        waits for ZooKeeper to say whether the slot is still its (`reconcile`)."""
         for port, worker in list(self.workers.items()):
+            if worker.process.poll() == 0:
+                continue
             reason = self._needs_restart(worker)
             if reason:
                 self._note_exit(worker)

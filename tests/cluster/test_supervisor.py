@@ -80,3 +80,29 @@ def test_the_last_exception_of_a_workers_logs_is_found_under_any_prefix(tmp_path
     assert last_exception_line([tmp_path / "missing.log"]) is None
     log.write_text("nothing went wrong\n")
     assert last_exception_line([out, log]) == "ValueError: an older one"  # the other file's
+
+
+def test_without_zookeeper_a_worker_that_stopped_itself_is_not_relaunched(tmp_path) -> None:
+    """A cluster audit: a supervisor cut off from ZooKeeper relaunched, from its launch
+    file, a worker that had stopped because its slot was given to another: a
+    duplicate, spouts active. Exit 0 waits for ZooKeeper; a crash is relaunched."""
+    import json
+    from types import SimpleNamespace
+
+    from storm_zmq.cluster.supervisor import Supervisor
+
+    spawned: list[int] = []
+    workers = {}
+    for port, code in ((6700, 0), (6701, 1)):
+        directory = tmp_path / str(port)
+        directory.mkdir()
+        (directory / "launch.json").write_text(json.dumps({"port": port}))
+        workers[port] = SimpleNamespace(process=SimpleNamespace(poll=lambda code=code: code),
+                                        directory=directory, topology_id="t-1", index=port - 6700)
+    supervisor = SimpleNamespace(
+        workers=workers, _needs_restart=lambda worker: f"exited with code {worker.process.poll()}",
+        _note_exit=lambda worker: None, _count_restart=lambda worker: None,
+        _stop_worker=lambda port, reason, force: None,
+        _spawn=lambda port, *rest: spawned.append(port))
+    Supervisor._restart_dead_workers(supervisor)  # type: ignore[arg-type]
+    assert spawned == [6701]
