@@ -111,6 +111,8 @@ class Supervisor:
             conf, int(conf["supervisor.monitor.frequency.secs"]) * 1000))
         self._zk_down_logged = False
         self._next_pinning_check = 0.0
+        self._said_shared_ports: set[tuple[str, int]] = set()  # (other supervisor, port)
+        self._next_ports_check = 0.0
         self.logs_dir = self.local_dir / "logs"
         self.logviewer: LogViewer | None = None
         self._local_dir_lock: int | None = None  # _lock_local_dir
@@ -142,6 +144,9 @@ class Supervisor:
                     raise ConnectionError("no ZooKeeper session")
                 # First: this host is alive whatever one topology's workers do.
                 self._register()
+                if time.monotonic() >= self._next_ports_check:  # it reads every registration
+                    self._next_ports_check = time.monotonic() + PINNING_CHECK_SECS
+                    self._say_shared_ports()
                 self.reconcile()
                 if self._zk_down_logged:
                     log.info("ZooKeeper is back")
@@ -179,6 +184,22 @@ class Supervisor:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._local_dir_lock = fd
+
+    def _say_shared_ports(self) -> None:
+        """Two supervisors of one address given the same `supervisor.slots.ports`:
+        the workers placed on the second's died binding, relaunched for ever, and
+        nothing said why (a cluster audit). Said once per port and supervisor.
+        Supervisors with the same ports on other addresses (network namespaces of
+        one machine) are fine."""
+        shared = {(other, int(port))
+                  for other, info in self.state.supervisors().items()
+                  if other != self.id and info.get("host") == self.host
+                  for port in info.get("ports") or () if int(port) in self.ports}
+        for other, port in sorted(shared - self._said_shared_ports):
+            log.warning("port %d of supervisor.slots.ports is also supervisor %s's, on the same "
+                        "address %s: workers placed on it by both cannot bind; give each "
+                        "supervisor of a host ports of its own", port, other, self.host)
+        self._said_shared_ports = shared
 
     def _register(self) -> None:
         self.state.register_supervisor(self.id, {

@@ -106,3 +106,26 @@ def test_without_zookeeper_a_worker_that_stopped_itself_is_not_relaunched(tmp_pa
         _spawn=lambda port, *rest: spawned.append(port))
     Supervisor._restart_dead_workers(supervisor)  # type: ignore[arg-type]
     assert spawned == [6701]
+
+
+def test_a_port_another_supervisor_of_the_same_address_has_is_said_once(caplog) -> None:
+    """A cluster audit: a second supervisor given a port of the first's: the workers
+    placed there died binding, relaunched for ever, with no word of why."""
+    import logging
+    from types import SimpleNamespace
+
+    from storm_zmq.cluster.supervisor import Supervisor
+
+    registered = {
+        "s1": {"host": "vm", "ports": [7861, 7862]},
+        "s3": {"host": "vm", "ports": [7862]},
+        "ns": {"host": "10.0.0.2", "ports": [7862]},  # a network namespace of the machine
+    }
+    supervisor = SimpleNamespace(id="s3", host="vm", ports=[7862], _said_shared_ports=set(),
+                                 state=SimpleNamespace(supervisors=lambda: registered))
+    with caplog.at_level(logging.WARNING, logger="storm_zmq.cluster.supervisor"):
+        for _ in range(2):
+            Supervisor._say_shared_ports(supervisor)  # type: ignore[arg-type]
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert said.startswith("port 7862 of supervisor.slots.ports is also supervisor s1's, on the "
+                           "same address vm")
