@@ -234,6 +234,8 @@ def _find(state: Any, name: str, killed_too: bool = False) -> tuple[str, dict[st
     named = sorted(_named(state, name), key=lambda found: found[1]["status"] == "killed")
     if named and (killed_too or named[0][1]["status"] != "killed"):
         return named[0]
+    if named:  # `list` shows it, as killed: "no running topology" read as a contradiction
+        raise UsageError(f"topology {name!r} was killed and is being removed (see storm-zmq list)")
     raise UsageError(f"no running topology named {name!r} (see storm-zmq list)")
 
 
@@ -282,7 +284,7 @@ def _refuse_taken_name(name: str, topology_id: str, record: dict[str, Any]) -> N
 def submit_topology(args: argparse.Namespace) -> int:
     from storm_zmq.cluster.package import PackageError, build_package
     from storm_zmq.cluster.state import ClusterStateError, check_topology_name
-    from storm_zmq.runtime.assignment import acker_executors
+    from storm_zmq.runtime.assignment import acker_executors, workers_with_executors
     from storm_zmq.topology import load_topology
     from storm_zmq.topology.definition import with_max_task_parallelism
     from storm_zmq.topology.loader import streamparse_leftovers
@@ -314,6 +316,13 @@ def submit_topology(args: argparse.Namespace) -> int:
     workers = args.workers if args.workers is not None else int(topology_conf["topology.workers"])
     if workers < 1:
         raise UsageError(f"-w/--workers must be at least 1, got {workers}")
+    useful = workers_with_executors(
+        topology_conf, {n: (c.par, c.num_tasks) for n, c in definition.components.items()}, workers)
+    if useful < workers:  # a worker with nothing to run would hold a slot (a cluster audit)
+        print(f"warning: {name!r} has {useful} executor(s) in all, so {workers} workers would "
+              f"leave {workers - useful} with nothing to run: submitting it with {useful}",
+              file=sys.stderr)
+        workers = useful
     storable_conf = _storable_conf(topology_conf)
     # What this topology chose itself, in its config or with submit's -o (not what
     # the submitter's storm.yaml or the defaults say): its storm.messaging.* choices

@@ -88,6 +88,15 @@ def acker_executors(conf: dict[str, Any], num_workers: int) -> int:
     return num_workers if configured is None else int(configured)
 
 
+def workers_with_executors(conf: dict[str, Any], parallelism: dict[str, tuple[int, int]],
+                           num_workers: int) -> int:
+    """How many of `num_workers` would get an executor: a worker beyond the
+    topology's executors (ackers fixed by `topology.acker.executors`) would run
+    nothing and hold a slot, so Storm uses no more workers than executors."""
+    executors = sum(par for par, _tasks in parallelism.values())
+    return max(1, min(num_workers, executors + acker_executors(conf, num_workers)))
+
+
 def assign(
     storm_id: str,
     parallelism: dict[str, tuple[int, int]],

@@ -25,7 +25,12 @@ from typing import Any, TextIO
 from storm_zmq.config import ConfigError, validate_topology_conf
 from storm_zmq.messaging import TRANSPORT_ALIASES
 from storm_zmq.messaging.auth import TopologySecrets
-from storm_zmq.runtime.assignment import WorkerSlot, acker_executors, assign
+from storm_zmq.runtime.assignment import (
+    WorkerSlot,
+    acker_executors,
+    assign,
+    workers_with_executors,
+)
 from storm_zmq.runtime.stats import RunStats
 from storm_zmq.runtime.worker import worker_main
 from storm_zmq.topology import load_topology
@@ -119,6 +124,14 @@ def prepare_run(options: RunOptions, warn: bool = True) -> tuple[Any, dict[str, 
         workers = 1  # the local transport runs in one process (run_local says so)
     if workers < 1:
         raise RunError(f"need at least one worker, got {workers}")
+    useful = workers_with_executors(
+        conf, {name: (c.par, c.num_tasks) for name, c in definition.components.items()}, workers)
+    if useful < workers:
+        if warn:
+            print(f"note: {definition.name} has {useful} executor(s) in all, so {workers} "
+                  f"workers would leave {workers - useful} with nothing to run: using {useful}",
+                  file=sys.stderr)
+        workers = useful
     return definition, conf, workers
 
 
@@ -176,7 +189,8 @@ def check_ports(ports: list[int]) -> None:
 
 def run_local(options: RunOptions, out: TextIO = sys.stdout) -> RunResult:
     definition, conf, num_workers = prepare_run(options)
-    if num_workers < (options.workers or int(conf["topology.workers"])):
+    if conf["storm.messaging.transport"] == TRANSPORT_ALIASES["local"] and num_workers < (
+            options.workers or int(conf["topology.workers"])):
         print("note: the local transport runs in one process; using 1 worker", file=sys.stderr)
     ports = list(conf["supervisor.slots.ports"])[:num_workers]
     if len(ports) < num_workers:

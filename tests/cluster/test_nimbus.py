@@ -9,8 +9,8 @@ round is run every 10 s of nimbus time, with what each host writes in between.
 
 from __future__ import annotations
 
-import threading
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any

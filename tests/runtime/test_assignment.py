@@ -264,3 +264,16 @@ def test_assignment_invariants(
     assert sum(len(a.executors_of(w)) for w in range(num_workers)) == len(a.executors)
 
     assert Assignment.from_dict(a.to_dict()) == a
+
+
+def test_no_more_workers_than_executors_as_in_storm() -> None:
+    """A cluster audit: 3 workers for 2 executors and no ackers left one running
+    nothing and holding a slot. With an acker per worker (the default) every worker
+    has one."""
+    from storm_zmq.runtime.assignment import workers_with_executors
+
+    par = {"numbers": (1, 1), "sink": (1, 4)}
+    assert workers_with_executors({"topology.acker.executors": 0}, par, 3) == 2
+    assert workers_with_executors({"topology.acker.executors": 1}, par, 4) == 3
+    assert workers_with_executors({"topology.acker.executors": None}, par, 8) == 8
+    assert workers_with_executors({"topology.acker.executors": 0}, par, 1) == 1

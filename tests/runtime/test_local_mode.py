@@ -416,6 +416,21 @@ def test_a_run_assigns_under_max_task_parallelism_from_o() -> None:
     assert {(c.par, c.num_tasks) for c in definition.components.values()} == {(1, 1)}
 
 
+def test_a_run_uses_no_more_workers_than_executors(capsys: pytest.CaptureFixture[str]) -> None:
+    # a worker beyond the executors ran nothing (Storm uses no more workers than that)
+    from storm_zmq.config import DEFAULTS
+    from storm_zmq.runtime.local import RunOptions, prepare_run
+
+    options = RunOptions(topology_file=str(PROJECT / "topologies" / "wordcount.py"),
+                         conf=dict(DEFAULTS), workers=10,
+                         overrides={"topology.acker.executors": 0})
+    _, _, workers = prepare_run(options)
+    assert workers == 6  # sentences 1, split 2, count 3
+    assert capsys.readouterr().err == (
+        "note: FiniteWordCount has 6 executor(s) in all, so 10 workers would leave 4 with "
+        "nothing to run: using 6\n")
+
+
 @pytest.mark.parametrize(("death", "said"), [
     ("exit0", "exited unexpectedly with code 0"),
     ("sigkill", "was killed by SIGKILL (out of memory?"),
