@@ -908,15 +908,17 @@ class Worker:
         """Once every executor stopped: tuples still in their queues, or emitted
         and never flushed, are dropped with the worker. A soak audit lost 8,200 of
         15 million so, unsaid: emitted by a thread of a component's own after their
-        consumers stopped. (What components emitted in cleanup() was said already,
-        and a drain that timed out said what it left.)"""
+        consumers stopped. A drain that timed out leaves some too (the runner's count
+        of them is the whole run's, at the drain's end). What components emitted in
+        cleanup() was said already."""
         queued, unflushed = left_behind(self.state, self.executors)
         dropped = queued + unflushed - sum(e.emitted_in_cleanup for e in self.executors)
         if dropped > 0:
             log.warning(
                 "worker %d: %d tuple(s) were still queued for its executors, or emitted "
-                "and never flushed, when they stopped: dropped (emitted after their "
-                "consumers stopped, by a thread of a component's own?)", self.index, dropped)
+                "and never flushed, when they stopped: dropped (left by a drain that timed "
+                "out, or emitted after their consumers stopped, by a thread of a component's "
+                "own)", self.index, dropped)
 
     def _executor_threads(self) -> list[threading.Thread]:
         """The threads that run executors now: a shared thread's executors that

@@ -161,14 +161,14 @@ def test_tiny_run_writes_a_complete_report(tmp_path: Path) -> None:
 USER_TOPOLOGY = REPO / "tests" / "runtime" / "project" / "topologies" / "wordcount.py"
 
 
-def test_a_users_topology_is_benchmarked_over_both_transports(tmp_path: Path) -> None:
-    """--topology: any topology, over each transport, by the component asked for;
-    no Bytewax, no word-count targets. Two workers, so that tuples cross the
-    transport and zmq/tcp means something."""
+def test_a_users_topology_is_benchmarked(tmp_path: Path) -> None:
+    """--topology: any topology, by the component asked for; no Bytewax, no
+    word-count targets. Two workers, so that tuples cross the transport; one
+    transport to keep the suite short (zmq/tcp pairing: the test above)."""
     report_file = tmp_path / "user.json"
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--topology", str(USER_TOPOLOGY), "--measure", "count",
-         "--transports", "zmq,tcp", "--workers", "2", "--acking", "on", "--rounds", "1",
+         "--transports", "tcp", "--workers", "2", "--acking", "on", "--rounds", "1",
          "--seconds", "2", "--json", str(report_file),
          "-o", "test.count=1000000000", "-o", f"test.output_dir={tmp_path}"],
         cwd=REPO, capture_output=True, text=True, timeout=60,
@@ -177,13 +177,11 @@ def test_a_users_topology_is_benchmarked_over_both_transports(tmp_path: Path) ->
     report = json.loads(report_file.read_text())
     assert report["topology"]["measure"] == "tuples executed by count"
     assert report["bytewax"] is None and report["targets"] == []
-    rows = {(r["transport"], r["workers"], r["acking"]): r["throughput"] for r in report["rows"]}
-    assert set(rows) == {("zmq", 2, True), ("tcp", 2, True)}
-    for row in rows.values():
-        assert row["tuples_per_s"] > 0 and len(row["processes"]) == 2
-        assert row["samples"] > 0 and 0 < row["p50_ms"] <= row["p99_ms"]
-    (ratio,) = report["transport_ratios"]
-    assert ratio["zmq_over_tcp"] > 0
+    ((key, row),) = [((r["transport"], r["workers"], r["acking"]), r["throughput"])
+                     for r in report["rows"]]
+    assert key == ("tcp", 2, True)
+    assert row["tuples_per_s"] > 0 and len(row["processes"]) == 2
+    assert row["samples"] > 0 and 0 < row["p50_ms"] <= row["p99_ms"]
     assert "tuples executed by count" in result.stdout and "Bytewax" not in result.stdout
 
 
