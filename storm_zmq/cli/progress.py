@@ -32,24 +32,46 @@ def ready_workers(assignment: dict[str, Any] | None,
     return sum(1 for beat in found if beat is not None), len(found)
 
 
+def error_lines(errors: dict[str, list[dict[str, Any]]]) -> list[tuple[tuple[Any, ...], str]]:
+    """Pure: each stored error (`ClusterState.errors`) as (its identity, one line:
+    where, and the exception it ends with), oldest first."""
+    lines = []
+    for component, records in errors.items():
+        for record in records:
+            text = str(record.get("text", "")).strip()
+            last = text.splitlines()[-1] if text else "(no text)"
+            key = (component, record.get("time"), record.get("host"), record.get("port"), text)
+            lines.append((key, f"error in {component} on {record.get('host')}:"
+                               f"{record.get('port')}: {last}"))
+    return sorted(lines, key=lambda line: line[0][1] or 0)
+
+
 def wait_for_workers(state: Any, topology_id: str, workers: int, timeout: float,
                      err: TextIO,
                      clock: Callable[[], float] = time.monotonic,
                      sleep: Callable[[float], None] = time.sleep) -> bool:
     """Print ``waiting for workers: n/m ready`` when n changes (and every
     `REPEAT_INTERVAL` s) until all `workers` are ready or `timeout` s pass; True
-    when they all are."""
+    when they all are. Errors the workers record meanwhile are printed as they come:
+    a component raising in `initialize()` used to show only as "0/1 ready" until
+    the timeout (a cluster audit)."""
     deadline = clock() + timeout
     last: tuple[int, int] | None = None
     last_at = clock()
+    said: set[tuple[Any, ...]] = set()
     while True:
         assignment = state.get_assignment(topology_id)
         beats = state.worker_beats(topology_id) if assignment is not None else {}
         ready, assigned = ready_workers(assignment, beats)
         now = clock()
+        for key, line in error_lines(state.errors(topology_id)):
+            if key not in said:
+                said.add(key)
+                print(f"waiting for workers: {line}", file=err, flush=True)
         if (ready, assigned) != last or now - last_at >= REPEAT_INTERVAL:
             what = (f"{ready}/{workers} ready" if assignment is not None
-                    else f"0/{workers} ready (not assigned yet: waiting for nimbus)")
+                    else f"0/{workers} ready (not assigned yet: nimbus assigns it once it "
+                         "leads and enough worker slots are free)")
             print(f"waiting for workers: {what}", file=err, flush=True)
             last, last_at = (ready, assigned), now
         if assignment is not None and ready >= workers:

@@ -28,9 +28,10 @@ def test_ready_workers_counts_slots_with_a_heartbeat_of_their_current_placement(
 
 
 class ScriptedState:
-    """The two reads wait_for_workers makes, answering from a script per poll."""
+    """The reads wait_for_workers makes, answering from a script per poll:
+    (assignment, heartbeats[, errors])."""
 
-    def __init__(self, script: list[tuple[dict[str, Any] | None, dict[str, Any]]]) -> None:
+    def __init__(self, script: list[tuple[Any, ...]]) -> None:
         self.script = script
         self.polls = 0
 
@@ -40,6 +41,10 @@ class ScriptedState:
 
     def worker_beats(self, topology_id: str) -> dict[str, Any]:
         return self.script[min(self.polls, len(self.script)) - 1][1]
+
+    def errors(self, topology_id: str) -> dict[str, Any]:
+        entry = self.script[min(self.polls, len(self.script)) - 1]
+        return entry[2] if len(entry) > 2 else {}  # type: ignore[misc]
 
 
 class FakeClock:
@@ -60,7 +65,8 @@ def test_wait_prints_each_change_until_every_worker_is_ready() -> None:
     err, clock = io.StringIO(), FakeClock()
     assert wait_for_workers(state, "t-1", 2, 30, err, clock, clock.sleep)
     assert err.getvalue().splitlines() == [
-        "waiting for workers: 0/2 ready (not assigned yet: waiting for nimbus)",
+        "waiting for workers: 0/2 ready (not assigned yet: nimbus assigns it once it leads and "
+        "enough worker slots are free)",
         "waiting for workers: 0/2 ready",
         "waiting for workers: 1/2 ready",
         "waiting for workers: 2/2 ready",
@@ -73,3 +79,19 @@ def test_wait_gives_up_at_the_timeout_repeating_its_line_while_nothing_changes()
     assert not wait_for_workers(state, "t-1", 2, 12, err, clock, clock.sleep)
     assert clock.now == 12
     assert err.getvalue().splitlines() == ["waiting for workers: 1/2 ready"] * 3  # 0, 5, 10 s
+
+
+def test_wait_prints_the_errors_workers_record_as_they_come() -> None:
+    """A cluster audit: a component raising in initialize() showed as "0/1 ready" until
+    the timeout; its error is in ZooKeeper now (cluster/worker.py), and said at once."""
+    failed = {"time": 5.0, "host": "h1", "port": 6700,
+              "text": "component 'bad' task 3 failed:\nTraceback (most recent call last):\n"
+                      "  ...\nRuntimeError: cannot connect to db:5432\n"}
+    state = ScriptedState([(ASSIGNMENT, {}, {}), (ASSIGNMENT, {}, {"bad": [failed]})])
+    err, clock = io.StringIO(), FakeClock()
+    assert not wait_for_workers(state, "t-1", 2, 6, err, clock, clock.sleep)
+    assert err.getvalue().splitlines() == [
+        "waiting for workers: 0/2 ready",
+        "waiting for workers: error in bad on h1:6700: RuntimeError: cannot connect to db:5432",
+        "waiting for workers: 0/2 ready",  # 5 s later; the error is said once
+    ]
