@@ -39,6 +39,7 @@ __all__ = [
     "Setting",
     "check_value",
     "closest_key",
+    "component_may_set",
     "load_config",
     "load_config_with_origins",
     "parse_override",
@@ -373,6 +374,12 @@ PER_COMPONENT_KEYS = frozenset({
     "topology.error.throttle.interval.secs",
 })
 
+
+def component_may_set(key: str) -> bool:
+    """Whether a component's own ``config`` counts for `key`: a per-component key,
+    or a key of the user's (Storm drops every other known key from it)."""
+    return key in PER_COMPONENT_KEYS or key not in SCHEMA
+
 #: Namespaces in which an unknown key close to a known one is taken for a typo.
 _CHECKED_PREFIXES = ("storm.", "topology.", "supervisor.", "nimbus.", "worker.", "ui.",
                      "logviewer.")
@@ -622,8 +629,7 @@ def validate_topology_conf(conf: Mapping[str, Any], definition: TopologyDefiniti
         "per component: the component's value is not used (set it in the topology's config; "
         f"a component may set {', '.join(sorted(PER_COMPONENT_KEYS))})"
         for name, component in definition.components.items()
-        if (unused := sorted(key for key in component.config
-                             if key in SCHEMA and key not in PER_COMPONENT_KEYS))
+        if (unused := sorted(key for key in component.config if not component_may_set(key)))
     ]
 
 

@@ -28,7 +28,7 @@ from types import FrameType
 from typing import Any, Protocol
 
 from storm_zmq.component import Tuple
-from storm_zmq.config import PER_COMPONENT_KEYS, SCHEMA
+from storm_zmq.config import component_may_set
 from storm_zmq.logs import configure_worker_logging
 from storm_zmq.messaging import Connection, load_context
 from storm_zmq.messaging.base import SendTimeout, TaskMessage
@@ -264,8 +264,7 @@ class WorkerState:
         spec = self.definition.components.get(component)
         if spec is None or not spec.config:
             return self.conf
-        own = {key: value for key, value in spec.config.items()
-               if key in PER_COMPONENT_KEYS or key not in SCHEMA}
+        own = {key: value for key, value in spec.config.items() if component_may_set(key)}
         return {**self.conf, **own}
 
     def context_for(self, task: int) -> dict[str, Any]:
