@@ -94,7 +94,7 @@ class Runtime:
         definition = load_topology(TOPOLOGY).definition()
         conf = {**DEFAULTS, "topology.acker.executors": None if acking else 0,
                 "topology.stats.sample.rate": 0}
-        parallelism = {name: (c.par, c.num_tasks) for name, c in definition.components.items()}
+        parallelism = definition.parallelism
         assignment = assign("bench-1", parallelism, [WorkerSlot("127.0.0.1", 6700)],
                             acker_executors(conf, 1))
         self.state = WorkerState(conf, definition, assignment, 0)

@@ -53,7 +53,7 @@ MAX_FRAME = 1 << 20
 def make_state() -> WorkerState:
     definition = load_topology(TOPOLOGY).definition()
     conf = {**DEFAULTS, "test.count": 10, "test.output_dir": "/nonexistent"}
-    parallelism = {name: (c.par, c.num_tasks) for name, c in definition.components.items()}
+    parallelism = definition.parallelism
     slots = [WorkerSlot("127.0.0.1", 1), WorkerSlot("127.0.0.1", 2)]
     return WorkerState(conf, definition, assign("fuzz", parallelism, slots,
                                                 acker_executors(conf, 2)), 0)

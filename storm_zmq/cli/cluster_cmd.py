@@ -316,8 +316,7 @@ def submit_topology(args: argparse.Namespace) -> int:
     workers = args.workers if args.workers is not None else int(topology_conf["topology.workers"])
     if workers < 1:
         raise UsageError(f"-w/--workers must be at least 1, got {workers}")
-    useful = workers_with_executors(
-        topology_conf, {n: (c.par, c.num_tasks) for n, c in definition.components.items()}, workers)
+    useful = workers_with_executors(topology_conf, definition.parallelism, workers)
     if useful < workers:  # a worker with nothing to run would hold a slot (a cluster audit)
         print(f"warning: {name!r} has {useful} executor(s) in all, so {workers} workers would "
               f"leave {workers - useful} with nothing to run: submitting it with {useful}",

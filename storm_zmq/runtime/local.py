@@ -124,8 +124,7 @@ def prepare_run(options: RunOptions, warn: bool = True) -> tuple[Any, dict[str, 
         workers = 1  # the local transport runs in one process (run_local says so)
     if workers < 1:
         raise RunError(f"need at least one worker, got {workers}")
-    useful = workers_with_executors(
-        conf, {name: (c.par, c.num_tasks) for name, c in definition.components.items()}, workers)
+    useful = workers_with_executors(conf, definition.parallelism, workers)
     if useful < workers:
         if warn:
             print(f"note: {definition.name} has {useful} executor(s) in all, so {workers} "
@@ -200,7 +199,7 @@ def run_local(options: RunOptions, out: TextIO = sys.stdout) -> RunResult:
         )
     check_ports(ports)
     storm_id = f"{definition.name}-local-{uuid.uuid4().hex[:8]}"
-    parallelism = {name: (c.par, c.num_tasks) for name, c in definition.components.items()}
+    parallelism = definition.parallelism
     assignment = assign(
         storm_id, parallelism, [WorkerSlot("127.0.0.1", p) for p in ports],
         acker_executors(conf, num_workers),

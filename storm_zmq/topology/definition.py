@@ -79,6 +79,11 @@ class TopologyDefinition:
     def bolts(self) -> dict[str, ComponentDefinition]:
         return {n: c for n, c in self.components.items() if c.kind == "bolt"}
 
+    @property
+    def parallelism(self) -> dict[str, tuple[int, int]]:
+        """Component -> (executors, tasks): what `runtime.assignment` assigns."""
+        return {name: (c.par, c.num_tasks) for name, c in self.components.items()}
+
     @cached_property
     def _consumers(self) -> dict[tuple[str, str], list[tuple[str, GroupingSpec]]]:
         index: dict[tuple[str, str], list[tuple[str, GroupingSpec]]] = {
