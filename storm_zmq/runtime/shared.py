@@ -91,15 +91,16 @@ import ctypes
 import functools
 import logging
 import os
+import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from storm_zmq.runtime.executor import IDLE_SPOUT_WAIT, Executor
 from storm_zmq.runtime.queues import QueueClosed
-from storm_zmq.topology.loader import is_user_file
+from storm_zmq.topology.loader import user_code_line
 
 if TYPE_CHECKING:
     from storm_zmq.runtime.worker import WorkerState
@@ -234,13 +235,15 @@ def _emitting_call() -> str:
     thread: the innermost frame of the user's code, else the component method the
     runtime called. It used to say "a next_tuple() or process()" always, where a
     soak audit saw replays in fail() and a thread of the component's own."""
-    stack = traceback.extract_stack()
-    for entry in reversed(stack):
-        if is_user_file(entry.filename):
-            return f"at {entry.filename}:{entry.lineno} in {entry.name}"
-    for entry in reversed(stack):  # the runtime's own ack()s and fail()s are no hooks
-        if entry.name in _HOOKS and not entry.filename.startswith(_RUNTIME_DIR):
-            return f"in {entry.name}()"
+    where = user_code_line(sys._getframe(1))
+    if where:
+        return f"at {where}"
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:  # the runtime's own ack()s and fail()s are no hooks
+        code = frame.f_code
+        if code.co_name in _HOOKS and not code.co_filename.startswith(_RUNTIME_DIR):
+            return f"in {code.co_name}()"
+        frame = frame.f_back
     return "outside any call of the runtime's: a thread of the component's own?"
 
 

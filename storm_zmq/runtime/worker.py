@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 import logging
 import math
 import os
@@ -66,7 +65,7 @@ from storm_zmq.runtime.tuning import CollectionClock, pin_worker, tune_gc
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.definition import storm_context
 from storm_zmq.topology.grouping import make_chooser
-from storm_zmq.topology.loader import is_user_file
+from storm_zmq.topology.loader import is_user_file, user_code_line
 
 log = logging.getLogger(__name__)
 
@@ -114,13 +113,7 @@ def _describe_runner(runner: threading.Thread) -> str:
 def _where_in_user_code(thread: threading.Thread) -> str:
     """``file:line in function`` of the innermost frame of the user's code that
     `thread` is running now ('' if none is)."""
-    frame = sys._current_frames().get(thread.ident or -1)
-    if frame is None:
-        return ""
-    for entry in reversed(traceback.extract_stack(frame)):
-        if is_user_file(entry.filename):
-            return f"{entry.filename}:{entry.lineno} in {entry.name}"
-    return ""
+    return user_code_line(sys._current_frames().get(thread.ident or -1))
 
 
 def _outermost_user_frame(thread: threading.Thread) -> FrameType | None:
@@ -129,15 +122,10 @@ def _outermost_user_frame(thread: threading.Thread) -> FrameType | None:
     frame = sys._current_frames().get(thread.ident or -1)
     found = None
     while frame is not None:
-        if _is_user_code(frame.f_code.co_filename):
+        if is_user_file(frame.f_code.co_filename):
             found = frame
         frame = frame.f_back
     return found
-
-
-@functools.lru_cache(maxsize=1024)
-def _is_user_code(filename: str) -> bool:
-    return is_user_file(filename)
 
 
 def left_behind(state: WorkerState, executors: Sequence[Executor]) -> tuple[int, int]:

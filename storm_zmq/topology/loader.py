@@ -18,6 +18,7 @@ which line of the user's code, rather than a traceback through importlib.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import itertools
 import linecache
@@ -25,13 +26,14 @@ import sys
 import sysconfig
 import traceback
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType
 
 import storm_zmq
 from storm_zmq.topology.errors import TopologyError
 from storm_zmq.topology.topology import Topology
 
-__all__ = ["is_user_file", "load_topology", "project_dir", "streamparse_leftovers"]
+__all__ = ["is_user_file", "load_topology", "project_dir", "streamparse_leftovers",
+           "user_code_line"]
 
 _counter = itertools.count(1)
 
@@ -190,6 +192,7 @@ def _not_user_dirs() -> tuple[str, ...]:
     return tuple(str(Path(d).resolve()) + "/" for d in dirs)
 
 
+@functools.lru_cache(maxsize=1024)
 def is_user_file(filename: str) -> bool:
     """Whether code in `filename` is the user's: not Python's, an installed package's
     or storm-zmq's (error messages point at the user's line)."""
@@ -197,6 +200,17 @@ def is_user_file(filename: str) -> bool:
         return False
     resolved = str(Path(filename).resolve())
     return not resolved.startswith(_not_user_dirs()) and "site-packages" not in resolved
+
+
+def user_code_line(frame: FrameType | None) -> str:
+    """``file:line in function`` of the innermost frame of the user's code on the
+    stack that ends at `frame` ('' if none is): where a component is, for a message."""
+    while frame is not None:
+        code = frame.f_code
+        if is_user_file(code.co_filename):
+            return f"{code.co_filename}:{frame.f_lineno} in {code.co_name}"
+        frame = frame.f_back
+    return ""
 
 
 def _pick_topology(file: Path, module: ModuleType, name: str | None) -> type[Topology]:
