@@ -266,13 +266,10 @@ class TaskCollector:
                 f"{route.stream!r}, which is not declared direct"
             )
         if direct_task.__class__ is not int:  # a numpy integer is one too; True is not
-            try:
-                if isinstance(direct_task, bool):
-                    raise TypeError
-                direct_task = operator.index(direct_task)
-            except TypeError:
+            if isinstance(direct_task, bool) or not hasattr(type(direct_task), "__index__"):
                 raise TypeError(f"component {self._component!r}: direct_task must be a task "
-                                f"id (an int), got {direct_task!r}") from None
+                                f"id (an int), got {direct_task!r}")
+            direct_task = operator.index(direct_task)
         if direct_task not in route.direct_targets:
             self._say_dropped_direct(route, direct_task)
             return ()
@@ -1103,7 +1100,7 @@ class Executor(threading.Thread):
         if self.shared_thread is None or self.stop_requested.is_set():
             return
         self.shared_thread.hand_over(self)
-        self._release_held()  # waiting for room now, in the order it was held
+        self._release_held()  # waiting for room now, as a thread of its own would
 
     def _try_put(self, held: HeldBatch) -> bool:
         """Put a held batch if its queue may take it: a local queue with room; the
