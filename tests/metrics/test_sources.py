@@ -36,15 +36,21 @@ def test_a_package_that_does_not_load_says_why() -> None:
         layout_from_package(package.data, package.topology_file, "Nope")
 
 
-def test_cluster_source_reads_zookeeper_and_caches_the_graph(make_state: Any) -> None:
-    state = make_state()
+def ids_topology(state: Any, num_workers: int, now: float) -> None:
+    """Topology "ids" (id ids-1, cluster_ids.py) as submit stores it, launched 10 s
+    before `now`."""
     package = build_package(PROJECT / "topologies" / "cluster_ids.py")
-    now = time.time()
     state.put_code("ids-1", package.data)
     state.set_topology("ids-1", {
-        "name": "ids", "status": "active", "num_workers": 2, "launch_time": now - 10,
+        "name": "ids", "status": "active", "num_workers": num_workers, "launch_time": now - 10,
         "conf": {}, "components": {"numbers": [2, 2], "relay": [2, 2], "sink": [2, 2]},
         "topology_file": package.topology_file, "topology_class": package.topology_class})
+
+
+def test_cluster_source_reads_zookeeper_and_caches_the_graph(make_state: Any) -> None:
+    state = make_state()
+    now = time.time()
+    ids_topology(state, 2, now)
     state.set_topology("gone-1", {"name": "gone", "status": "killed", "num_workers": 1,
                                   "launch_time": now, "conf": {}, "components": {}})
     state.heartbeat("ids-1", "127.0.0.1", 6700, {"time": now, "stats": {
@@ -78,13 +84,8 @@ def test_only_the_workers_the_assignment_places_now_are_counted(make_state: Any)
     heartbeat stayed in the totals, then stale in stats and /metrics until the kill;
     a heartbeat of an earlier placement in a slot is no current worker's either."""
     state = make_state()
-    package = build_package(PROJECT / "topologies" / "cluster_ids.py")
     now = time.time()
-    state.put_code("ids-1", package.data)
-    state.set_topology("ids-1", {
-        "name": "ids", "status": "active", "num_workers": 1, "launch_time": now - 10,
-        "conf": {}, "components": {"numbers": [2, 2], "relay": [2, 2], "sink": [2, 2]},
-        "topology_file": package.topology_file, "topology_class": package.topology_class})
+    ids_topology(state, 1, now)
     state.set_assignment("ids-1", {"slots": [["s1", "127.0.0.1", 6700]], "launched": [2.0]})
     for port, launched, emitted in ((6700, 2.0, 5), (6701, 1.0, 500)):  # 6701: rebalanced away
         state.heartbeat("ids-1", "127.0.0.1", port, {"time": now, "launched": launched, "stats": {
