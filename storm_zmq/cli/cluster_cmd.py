@@ -1,5 +1,6 @@
-"""Cluster mode commands: the daemons (`nimbus`, `supervisor`) and Storm's topology
-commands (`submit`, `kill`, `list`, `activate`, `deactivate`, `rebalance`).
+"""Cluster mode commands: the daemons (`nimbus`, `supervisor`), Storm's topology
+commands (`submit`, `kill`, `list`, `activate`, `deactivate`, `rebalance`), and
+`cluster`, what Storm's UI opens with (nimbuses, supervisors, slots used and free).
 
 Every command reaches ZooKeeper through `storm_zmq.cluster.state`; an unreachable
 ZooKeeper is one clear error line and exit 2.
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
+from storm_zmq.cluster.overview import ClusterOverview, read_overview
 from storm_zmq.config import ConfigError, parse_override, validate_topology_conf
 from storm_zmq.metrics.summary import TopologyLayout
 
@@ -59,6 +61,10 @@ def add_parser(subparsers: Any) -> None:
                            "leader nimbus from when it sees the kill "
                            "(default: topology.message.timeout.secs)")
     command("list", "list the topologies", list_topologies)
+    cluster = command("cluster", "show the nimbuses, the supervisors and their worker slots "
+                      "(used, free, by which topology)", show_cluster)
+    cluster.add_argument("--json", action="store_true",
+                         help="print it as JSON, as the UI's /api/cluster serves it")
     for name, status in (("activate", "active"), ("deactivate", "inactive")):
         p = command(name, f"{name} a topology's spouts", set_status)
         p.add_argument("name")
@@ -167,27 +173,6 @@ def _nimbus_leads(state: Any) -> bool:
 def _warn_without_nimbus(leads: bool) -> None:
     if not leads:
         print(NO_NIMBUS, file=sys.stderr)
-
-
-def _cluster_slots(state: Any) -> int:
-    """Worker slots of every registered supervisor, in use or not."""
-    return sum(len(info.get("ports") or ()) for info in state.supervisors().values())
-
-
-def _free_slots(state: Any, but: str | None = None) -> int:
-    """Worker slots of registered supervisors that no topology's assignment holds
-    (topology `but`'s aside)."""
-    from storm_zmq.cluster.worker import slots_of
-
-    held = set()
-    for topology_id in state.assignments():
-        if topology_id == but:
-            continue
-        assignment = state.get_assignment(topology_id)
-        if assignment is not None:
-            held.update((supervisor, port) for supervisor, _, port in slots_of(assignment))
-    return sum(1 for supervisor, info in state.supervisors().items()
-               for port in info.get("ports") or () if (supervisor, int(port)) not in held)
 
 
 def _warn_if_few_are_free(free: int, slots: int, workers: int, name: str) -> None:
@@ -356,18 +341,17 @@ def submit_topology(args: argparse.Namespace) -> int:
             # what this topology chose itself (see conf_set above)
             "conf_set": conf_set,
         })
-        leads, slots = _nimbus_leads(state), _cluster_slots(state)
-        free = _free_slots(state, but=topology_id)
+        overview = read_overview(state, leaving_out=topology_id)
     except ClusterStateError as exc:
         raise UsageError(str(exc)) from None
     finally:
         state.stop()
     print(f"submitted topology {name!r} as {topology_id} "
           f"({workers} worker{'' if workers == 1 else 's'})", flush=True)
-    _warn_if_short_of_slots(slots, workers, name)
-    _warn_if_few_are_free(free, slots, workers, name)
+    _warn_if_short_of_slots(overview.slots, workers, name)
+    _warn_if_few_are_free(overview.free_slots, overview.slots, workers, name)
     _warn_of_settings_the_hosts_decide(conf_set, name)
-    _warn_without_nimbus(leads)
+    _warn_without_nimbus(overview.leader is not None)
     if args.wait > 0:
         from storm_zmq.cli.progress import wait_for_workers
 
@@ -430,13 +414,12 @@ def rebalance_topology(args: argparse.Namespace) -> int:
             "rebalance_status": previous, "rebalance_workers": workers, "rebalance": False,
             # tells a new request from the one before (compared for equality only)
             "rebalance_requested": time.time()})
-        leads, slots = _nimbus_leads(state), _cluster_slots(state)
-        free = _free_slots(state, but=topology_id)  # its own slots are its to reuse
+        overview = read_overview(state, leaving_out=topology_id)  # its own slots are its to reuse
     print(f"rebalancing {args.name!r} over {workers} workers: deactivated; nimbus "
           f"reassigns it {wait:g} s after it sees the request, then makes it {previous} again")
-    _warn_if_short_of_slots(slots, workers, args.name)
-    _warn_if_few_are_free(free, slots, workers, args.name)
-    _warn_without_nimbus(leads)
+    _warn_if_short_of_slots(overview.slots, workers, args.name)
+    _warn_if_few_are_free(overview.free_slots, overview.slots, workers, args.name)
+    _warn_without_nimbus(overview.leader is not None)
     return 0
 
 
@@ -457,4 +440,16 @@ def list_topologies(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+def show_cluster(args: argparse.Namespace) -> int:
+    from storm_zmq.metrics.text import format_overview
+
+    with _cluster(args) as state:
+        overview: ClusterOverview = read_overview(state)
+    if args.json:
+        print(json.dumps(overview.to_dict(), indent=2))
+    else:
+        print(format_overview(overview))
     return 0

@@ -98,6 +98,7 @@ class Supervisor:
         self.host = local_hostname(conf)
         # The machine (as registered: "hostname"), which supervisors share CPUs by.
         self.machine = socket.gethostname()
+        self.started = time.time()  # registered, for the uptime `storm-zmq cluster` shows
         self.ports = list(conf["supervisor.slots.ports"])
         self.id = self._stable_id()
         self.workers: dict[int, RunningWorker] = {}
@@ -203,7 +204,7 @@ class Supervisor:
 
     def _register(self) -> None:
         self.state.register_supervisor(self.id, {
-            "host": self.host, "ports": self.ports, "time": time.time(),
+            "host": self.host, "ports": self.ports, "time": time.time(), "started": self.started,
             "hostname": self.machine, "pid": os.getpid(),
             # where `storm-zmq logs` finds the workers' logs (None: viewer off)
             "logviewer_port": self.logviewer.port if self.logviewer else None,

@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from storm_zmq.cluster.overview import ClusterOverview
 from storm_zmq.metrics.summary import (
     ComponentOnWorker,
     ComponentSummary,
@@ -153,8 +154,9 @@ class _Family:
         return out
 
 
-def render(summaries: Iterable[TopologySummary]) -> str:
-    """The exposition text for `summaries` (one scrape), ending in a newline."""
+def render(summaries: Iterable[TopologySummary], overview: ClusterOverview | None = None) -> str:
+    """The exposition text for `summaries` (one scrape), ending in a newline;
+    with the cluster's `overview` first (cluster mode)."""
     summaries = list(summaries)
     families: list[_Family] = []
 
@@ -162,6 +164,19 @@ def render(summaries: Iterable[TopologySummary]) -> str:
         created = _Family(f"storm_zmq_{name}", kind, help_text)
         families.append(created)
         return created
+
+    if overview is not None:
+        family("cluster_supervisors", "gauge",
+               "Supervisors registered in ZooKeeper.").add((), len(overview.supervisors))
+        family("cluster_leader", "gauge", "1 while a nimbus leads, 0 when none does "
+               "(nothing is assigned or repaired then).").add((), int(overview.leader is not None))
+        slots = family("supervisor_slots", "gauge", "Worker slots of a supervisor "
+                       "(supervisor.slots.ports), by state: used (a topology's assignment "
+                       "places a worker there) or free.")
+        for sup in overview.supervisors:
+            labels = (("supervisor", sup.id), ("host", sup.host))
+            slots.add(labels + (("state", "used"),), len(sup.used))
+            slots.add(labels + (("state", "free"),), len(sup.free))
 
     info = family("topology_info", "gauge",
                   "1 per topology, with its id and status as labels.")

@@ -9,7 +9,9 @@
 - `LocalSource`: a local run's `RunStats` (`storm-zmq run --ui`).
 
 Both answer `topologies()` and `summary(name)`; an unknown name raises
-`UnknownTopology` naming the running ones. A source may also have `check()`, which
+`UnknownTopology` naming the running ones. `ClusterSource` also answers `cluster()`,
+the cluster's nimbuses, supervisors and slots (storm_zmq.cluster.overview); a local
+run has no cluster. A source may also have `check()`, which
 raises `SourceUnavailable` at once when it cannot answer now (the UI calls it before
 each read: ZooKeeper down must not make a request wait), and `activity`, what a read
 in progress is doing, for the UI to say what it is waiting for.
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from storm_zmq.cluster.heartbeat import placed_beats
+from storm_zmq.cluster.overview import ClusterOverview, read_overview
 from storm_zmq.metrics.ages import ReportAges
 from storm_zmq.metrics.summary import (
     TopologyLayout,
@@ -192,6 +195,13 @@ class ClusterSource:
             self._cache[name] = (now, summary)
             self._answer()
             return summary
+
+    def cluster(self) -> ClusterOverview:
+        """The nimbuses, supervisors and their slots now."""
+        with self._lock:
+            overview = read_overview(self.state, clock=self.clock)
+            self._answer()
+            return overview
 
     def _report_ages(self, topology_id: str, reports: list[dict[str, Any]], now: float,
                      known: list[str]) -> dict[str, float | None]:

@@ -1,13 +1,15 @@
-"""`TopologySummary` as the readable tables `storm-zmq stats` prints. Pure."""
+"""`TopologySummary` as the readable tables `storm-zmq stats` prints, and
+`ClusterOverview` as `storm-zmq cluster` does. Pure."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
 
+from storm_zmq.cluster.overview import ClusterOverview
 from storm_zmq.metrics.summary import ComponentSummary, ErrorRecord, TopologySummary
 
-__all__ = ["format_component", "format_duration", "format_summary"]
+__all__ = ["format_component", "format_duration", "format_overview", "format_summary"]
 
 
 def format_duration(seconds: float | None) -> str:
@@ -48,13 +50,14 @@ def _bytes(value: float | None) -> str:
     return f"{value:.0f} B"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Left-aligned first column, right-aligned numbers."""
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]],
+           text_columns: Sequence[int] = (0,)) -> list[str]:
+    """Left-aligned text columns (the first, unless told), right-aligned numbers."""
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines = []
     for row in [header, *rows]:
-        cells = [row[0].ljust(widths[0])]
-        cells += [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
+        cells = [cell.ljust(width) if i in text_columns else cell.rjust(width)
+                 for i, (cell, width) in enumerate(zip(row, widths, strict=True))]
         lines.append("  " + "  ".join(cells).rstrip())
     return lines
 
@@ -146,4 +149,42 @@ def format_component(summary: TopologySummary, component: ComponentSummary) -> s
     if component.errors:
         lines += ["", "recent errors"]
         lines += [_error_line(e) for e in component.errors]
+    return "\n".join(lines)
+
+
+def format_overview(overview: ClusterOverview) -> str:
+    """`storm-zmq cluster`: the totals, then the nimbuses and the supervisors, each
+    supervisor's slots with the topologies that hold them."""
+    supervisors = overview.supervisors
+    lines = [
+        f"{len(supervisors)} supervisor{'' if len(supervisors) == 1 else 's'}"
+        f", {overview.slots} worker slots: {overview.used_slots} used, "
+        f"{overview.free_slots} free; {overview.topologies} "
+        f"topolog{'y' if overview.topologies == 1 else 'ies'}; "
+        + (f"nimbus {overview.leader} leads" if overview.leader else
+           "no nimbus leads: nothing is assigned until one does"),
+    ]
+    if overview.nimbuses:
+        lines += ["", "nimbuses"] + _table(
+            ("id", "host", "leader", "uptime"),
+            [(n.id, n.host or "-", "yes" if n.leader else "no", format_duration(n.uptime_secs))
+             for n in overview.nimbuses], text_columns=(0, 1, 2))
+    if supervisors:
+        rows = []
+        for s in supervisors:
+            held: dict[str, list[str]] = {}
+            for port, name in sorted(s.used.items()):
+                held.setdefault(name, []).append(str(port))
+            rows.append((
+                s.id,
+                s.host if not s.hostname or s.hostname == s.host else f"{s.host} ({s.hostname})",
+                str(len(s.ports)), str(len(s.used)), str(len(s.free)),
+                format_duration(s.uptime_secs), format_duration(s.heartbeat_age_secs),
+                "; ".join(f"{name}: {','.join(ports)}" for name, ports in held.items()) or "-",
+            ))
+        lines += ["", "supervisors"] + _table(
+            ("id", "host", "slots", "used", "free", "uptime", "refreshed", "ports used by"),
+            rows, text_columns=(0, 1, 7))
+    else:
+        lines += ["", "no supervisor is registered: start one with storm-zmq supervisor"]
     return "\n".join(lines)

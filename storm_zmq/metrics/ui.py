@@ -6,7 +6,10 @@ Routes::
                             the JSON below every second and draws tables and the graph
     /api/topologies         [{"name", "id", "status", "num_workers", "uptime_secs"}]
     /api/topology/<name>    TopologySummary.to_dict() (404 unknown name)
-    /metrics                Prometheus text format 0.0.4, every topology
+    /api/cluster            ClusterOverview.to_dict(): nimbuses, supervisors, slots
+                            (404 in a local run, which has no cluster)
+    /metrics                Prometheus text format 0.0.4, every topology (and the
+                            cluster's supervisors and slots)
 
 The standard library's ThreadingHTTPServer, one thread per connection, bounded: at
 most `MAX_REQUESTS` are served at once, others get 503 at once (a stuck ZooKeeper read
@@ -237,7 +240,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         produce = _producer(source, path)
         if produce is None:
-            self._send(HTTPStatus.NOT_FOUND, _json({"error": f"no page {path}"}),
+            missing = "a local run has no cluster" if path == "/api/cluster" else f"no page {path}"
+            self._send(HTTPStatus.NOT_FOUND, _json({"error": missing}),
                        "application/json")
             return
         try:
@@ -273,6 +277,11 @@ def _producer(source: MetricsSource, path: str) -> Callable[[], tuple[bytes, str
     """What reads the source for `path`, giving (body, content type); None: no such page."""
     if path == "/api/topologies":
         return lambda: (_json(source.topologies()), "application/json")
+    if path == "/api/cluster":
+        cluster = getattr(source, "cluster", None)
+        if cluster is None:
+            return None
+        return lambda: (_json(cluster().to_dict()), "application/json")
     if path.startswith("/api/topology/"):
         name = unquote(path[len("/api/topology/"):])
         return lambda: (_json(source.summary(name).to_dict()), "application/json")
@@ -286,7 +295,9 @@ def _producer(source: MetricsSource, path: str) -> Callable[[], tuple[bytes, str
                     summaries.append(source.summary(row["name"]))
                 except UnknownTopology:  # killed since it was listed
                     continue
-            return prometheus.render(summaries).encode(), prometheus.CONTENT_TYPE
+            cluster = getattr(source, "cluster", None)
+            overview = cluster() if cluster is not None else None
+            return prometheus.render(summaries, overview).encode(), prometheus.CONTENT_TYPE
         return metrics
     return None
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 import threading
@@ -278,3 +280,39 @@ def test_a_submit_that_other_topologies_leave_too_few_free_slots_is_warned_about
     state.register_supervisor("s2", {"host": "h2", "ports": [6700], "time": 0})
     assert main(["submit", str(WORDCOUNT), "-n", "wc2", "-w", "2", *cli_overrides(zk_conf)]) == 0
     assert "are free" not in capsys.readouterr().err
+
+
+def test_cluster_shows_the_supervisors_slots_used_and_free_and_the_leader(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    state = make_state()
+    assert main(["cluster", *cli_overrides(zk_conf)]) == 0
+    assert "no supervisor is registered" in capsys.readouterr().out
+    topology_on_one_worker(state, "active")  # s1: 6700 held by ids, 6701 free
+    state.register_supervisor("s2", {"host": "h2", "ports": [6700], "time": time.time(),
+                                     "started": time.time() - 120})
+    state.register_nimbus("n1", {"host": "h1", "time": time.time()})
+    leading, done = threading.Event(), threading.Event()
+
+    def lead() -> None:
+        leading.set()
+        done.wait(30)
+
+    leader = threading.Thread(target=state.leader_election("n1").run, args=(lead,))
+    leader.start()
+    try:
+        assert leading.wait(10)
+        assert main(["cluster", *cli_overrides(zk_conf)]) == 0
+        out = capsys.readouterr().out
+        assert main(["cluster", "--json", *cli_overrides(zk_conf)]) == 0
+        data = json.loads(capsys.readouterr().out)
+    finally:
+        done.set()
+        leader.join(10)
+    assert out.splitlines()[0] == ("2 supervisors, 3 worker slots: 1 used, 2 free; "
+                                   "1 topology; nimbus n1 leads")
+    assert re.search(r"^\s+s1\s+h1\s+2\s+1\s+1\s+-\s+\S.*\s+ids: 6700$", out, re.M), out
+    assert re.search(r"^\s+s2\s+h2\s+1\s+0\s+1\s+2m 0s\s+0s\s+-$", out, re.M), out
+    assert (data["slots"], data["used_slots"], data["free_slots"]) == (3, 1, 2)
+    assert data["leader"] == "n1"
+    assert [s["used"] for s in data["supervisor_list"]] == [{"6700": "ids"}, {}]

@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-_SCOPES = ("data-component", "data-worker", "data-scope")
+_SCOPES = ("data-component", "data-worker", "data-supervisor", "data-scope")
 
 
 def chromium() -> str:
@@ -38,7 +38,7 @@ def dump_dom(url: str, budget_ms: int = 4000) -> str:
 class PageValues(HTMLParser):
     """Collects ``(scope, metric) -> data-value`` for every element with
     data-metric and data-value, where scope is ("component", name), ("worker", key)
-    or ("topology", "topology"); plus the body's attributes, the graph's nodes and
+    ("supervisor", id), ("topology", "topology") or ("cluster", "cluster"); plus the body's attributes, the graph's nodes and
     edges and the error texts."""
 
     def __init__(self, html: str) -> None:
@@ -63,8 +63,8 @@ class PageValues(HTMLParser):
         key = None
         if "data-metric" in a and "data-value" in a:
             scope = next(((s.removeprefix("data-"), a[s]) for s in _SCOPES if s in a), None)
-            if scope is not None and scope[0] == "scope":
-                scope = ("topology", a["data-scope"])
+            if scope is not None and scope[0] == "scope":  # ("topology" | "cluster",) * 2
+                scope = (a["data-scope"], a["data-scope"])
             if scope is not None:
                 key = (scope, a["data-metric"])
                 self.values[key] = a["data-value"]

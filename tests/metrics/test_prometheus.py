@@ -7,6 +7,7 @@ import re
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from storm_zmq.cluster.overview import cluster_overview
 from storm_zmq.metrics.prometheus import escape_label_value, render
 from storm_zmq.metrics.summary import ACKER, ComponentLayout, TopologyLayout, summarize
 
@@ -121,8 +122,29 @@ def test_a_restarted_worker_resets_only_its_own_counter_series() -> None:
     assert emitted([report(6700, 1010), report(6701, 5)]) == {"6700": 1010, "6701": 5}
 
 
+OVERVIEW = cluster_overview(
+    {"s1": {"host": "10.0.0.1", "ports": [6700, 6701, 6702]},
+     NASTY: {"host": "10.0.0.2", "ports": [6700]}},
+    {"n1": {"host": "h"}}, "n1",
+    {"wc-1": {"slots": [["s1", "10.0.0.1", 6701], [NASTY, "10.0.0.2", 6700]]}},
+    {"wc-1": "wordcount"}, now=0.0)
+
+
+def test_the_cluster_gauges_count_supervisors_slots_and_the_leader() -> None:
+    families = {f.name: f for f in text_string_to_metric_families(render([], OVERVIEW))}
+    assert [s.value for s in families["storm_zmq_cluster_supervisors"].samples] == [2]
+    assert [s.value for s in families["storm_zmq_cluster_leader"].samples] == [1]
+    slots = {(s.labels["supervisor"], s.labels["state"]): s.value
+             for s in families["storm_zmq_supervisor_slots"].samples}
+    assert slots == {("s1", "used"): 1, ("s1", "free"): 2, (NASTY, "used"): 1, (NASTY, "free"): 0}
+    without_leader = cluster_overview({}, {}, None, {}, {}, now=0.0)
+    families = {f.name: f for f in text_string_to_metric_families(render([], without_leader))}
+    assert [s.value for s in families["storm_zmq_cluster_leader"].samples] == [0]
+    assert "storm_zmq_cluster" not in render([])  # a local run: no cluster families
+
+
 def test_the_text_follows_the_format_strictly() -> None:
-    text = render(summaries())
+    text = render(summaries(), OVERVIEW)
     assert text.endswith("\n") and "\r" not in text
     declared: dict[str, str] = {}
     helped: set[str] = set()
@@ -152,6 +174,7 @@ def test_the_text_follows_the_format_strictly() -> None:
                 {f"{current}_sum", f"{current}_count"}
             assert sample in allowed, line
     assert "storm_zmq_component_execute_latency_seconds" in declared
+    assert "storm_zmq_supervisor_slots" in declared
 
 
 def test_label_values_are_escaped() -> None:

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import re
 
+from storm_zmq.cluster.overview import cluster_overview
 from storm_zmq.metrics.summary import ComponentLayout, TopologyLayout, summarize
-from storm_zmq.metrics.text import format_component, format_duration, format_summary
+from storm_zmq.metrics.text import (
+    format_component,
+    format_duration,
+    format_overview,
+    format_summary,
+)
 
 LAYOUT = TopologyLayout((ComponentLayout("words", "spout", 1, 1),
                          ComponentLayout("count", "bolt", 2, 2)))
@@ -63,3 +69,32 @@ def test_one_component_in_detail() -> None:
     assert "execute latency ms   0.250" in text
     assert "workers              127.0.0.1:6700" in text
     assert "task 2, 127.0.0.1:6700" in text and "ValueError: bad word" in text
+
+
+def test_the_cluster_overview_shows_totals_nimbuses_and_each_supervisors_slots() -> None:
+    overview = cluster_overview(
+        {"s1": {"host": "10.0.0.1", "hostname": "alpha", "ports": [6700, 6701, 6702],
+                "time": 997.0, "started": 700.0},
+         "s2": {"host": "10.0.0.2", "ports": [6700], "time": 999.0, "started": 990.0}},
+        {"n1": {"host": "alpha", "time": 0.0}, "n2": {"host": "beta", "time": 100.0}}, "n1",
+        {"wc-1": {"slots": [["s1", "10.0.0.1", 6700], ["s1", "10.0.0.1", 6702],
+                            ["s2", "10.0.0.2", 6700]]}},
+        {"wc-1": "wordcount"}, now=1000.0)
+    text = format_overview(overview)
+    lines = text.splitlines()
+    assert lines[0] == ("2 supervisors, 4 worker slots: 3 used, 1 free; 1 topology; "
+                        "nimbus n1 leads")
+    assert re.search(r"^\s+n1\s+alpha\s+yes\s+16m 40s$", text, re.M), text
+    assert re.search(r"^\s+n2\s+beta\s+no\s+15m 0s$", text, re.M), text
+    assert re.search(r"^\s+s1\s+10\.0\.0\.1 \(alpha\)\s+3\s+2\s+1\s+5m 0s\s+3s\s+"
+                     r"wordcount: 6700,6702$", text, re.M), text
+    assert re.search(r"^\s+s2\s+10\.0\.0\.2\s+1\s+1\s+0\s+10s\s+1s\s+wordcount: 6700$",
+                     text, re.M), text
+
+
+def test_an_empty_cluster_says_what_to_start() -> None:
+    text = format_overview(cluster_overview({}, {}, None, {}, {}, now=0.0))
+    assert text.splitlines()[0] == ("0 supervisors, 0 worker slots: 0 used, 0 free; "
+                                    "0 topologies; no nimbus leads: nothing is assigned "
+                                    "until one does")
+    assert "no supervisor is registered: start one with storm-zmq supervisor" in text

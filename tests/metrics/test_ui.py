@@ -314,6 +314,10 @@ def test_run_with_ui_serves_the_local_run(tmp_path: Path) -> None:
         metrics = get(url + "metrics")[2].decode()
         assert 'storm_zmq_component_executed_total{topology="FiniteWordCount",component="count"' \
             in metrics
+        assert "storm_zmq_cluster" not in metrics  # a local run has no cluster ...
+        status, _, body = get(url + "api/cluster")
+        assert (status, json.loads(body)) == (404, {"error": "a local run has no cluster"})
+        assert not any(k[0][0] == "cluster" for k in page.values)  # ... nor the page
 
 
 def test_run_with_ui_on_a_busy_port_fails_before_any_worker_starts(tmp_path: Path) -> None:
@@ -410,6 +414,29 @@ def test_the_cluster_ui_shows_what_stats_prints(cluster: Cluster) -> None:
     acked = [float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines() if line.startswith(
         'storm_zmq_component_acked_total{topology="ClusterIds",component="numbers",kind="spout",host=')]
     assert len(acked) == 2 and sum(acked) == 400  # one series per worker
+
+    # the cluster: what `storm-zmq cluster` prints, the page's table and /metrics agree
+    overview = subprocess.run(
+        [sys.executable, "-m", "storm_zmq.cli.main", "cluster", "--json",
+         "--config", str(cluster.conf_file)], capture_output=True, text=True, timeout=60)
+    assert overview.returncode == 0, overview.stderr
+    data = json.loads(overview.stdout)
+    (supervisor,) = data["supervisor_list"]
+    assert (data["supervisors"], data["topologies"], data["used_slots"]) == (1, 1, 2)
+    assert data["free_slots"] == supervisor["slots"] - 2 and data["leader"]
+    assert sorted(supervisor["used"].values()) == ["ClusterIds", "ClusterIds"]
+    assert supervisor["uptime_secs"] > 0  # the supervisor registers when it started
+    for metric in ("supervisors", "slots", "used_slots", "free_slots"):
+        assert page.number(("cluster", "cluster"), metric) == data[metric], metric
+    assert page.values[(("cluster", "cluster"), "leader")] == data["leader"]
+    sup = ("supervisor", supervisor["id"])
+    for metric in ("slots", "used_slots", "free_slots"):
+        assert page.number(sup, metric) == supervisor[metric], metric
+    assert page.values[(sup, "used_by")] == "ClusterIds: " + ",".join(sorted(supervisor["used"]))
+    slots = {line.split('state="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+             for line in metrics.splitlines() if line.startswith("storm_zmq_supervisor_slots{")}
+    assert slots == {"used": 2, "free": data["free_slots"]}
+    assert "storm_zmq_cluster_leader 1" in metrics.splitlines()
 
 
 def timed_get(url: str) -> tuple[int, Any, float]:

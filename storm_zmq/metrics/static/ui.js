@@ -1,7 +1,7 @@
-// storm-zmq web UI: fetches /api/topologies and /api/topology/<name> every second
-// and renders them. Every shown number carries data-metric and data-value (the raw
-// number from the API) so tests and scripts can read the page; text from the
-// cluster only ever goes in through textContent.
+// storm-zmq web UI: fetches /api/cluster (cluster mode only), /api/topologies and
+// /api/topology/<name> every second and renders them. Every shown number carries
+// data-metric and data-value (the raw number from the API) so tests and scripts can
+// read the page; text from the cluster only ever goes in through textContent.
 "use strict";
 
 const REFRESH_MS = 1000;
@@ -82,6 +82,59 @@ function renderTopologies(rows, current) {
     tbody.append(tr);
   }
   if (!rows.length) tbody.append(el("tr", {}, "no topologies"));
+}
+
+// null once /api/cluster has said 404: a local run, which has no cluster
+let clusterUrl = "api/cluster";
+
+async function refreshCluster() {
+  if (!clusterUrl) return;
+  const response = await fetch(clusterUrl, { cache: "no-store" });
+  if (response.status === 404) {
+    clusterUrl = null;
+    return;
+  }
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  renderCluster(body);
+}
+
+function renderCluster(cluster) {
+  const totals = document.getElementById("cluster-totals");
+  const leader = cluster.leader ? "nimbus " + cluster.leader + " leads"
+    : "no nimbus leads: nothing is assigned until one does";
+  const part = (metric, value, text) =>
+    el("span", { "data-scope": "cluster", "data-metric": metric, "data-value": String(value) }, text);
+  const n = cluster.supervisors;
+  totals.replaceChildren(
+    part("supervisors", n, n + " supervisor" + (n === 1 ? "" : "s")), ", ",
+    part("slots", cluster.slots, cluster.slots + " worker slots"), ": ",
+    part("used_slots", cluster.used_slots, cluster.used_slots + " used"), ", ",
+    part("free_slots", cluster.free_slots, cluster.free_slots + " free"), "; ",
+    part("leader", cluster.leader || "", leader));
+  totals.classList.toggle("error", !cluster.leader);
+  const tbody = document.querySelector("#supervisors tbody");
+  tbody.replaceChildren();
+  for (const s of cluster.supervisor_list) {
+    const byTopology = {};
+    for (const [port, name] of Object.entries(s.used)) (byTopology[name] ||= []).push(port);
+    const usedBy = Object.entries(byTopology).map(([name, ports]) => name + ": " + ports.join(","));
+    const a = { "data-supervisor": s.id };
+    const tr = el("tr", a);
+    tr.append(el("td", {}, s.id),
+      el("td", {}, s.hostname && s.hostname !== s.host ? s.host + " (" + s.hostname + ")" : s.host),
+      cell(a, "slots", s.slots, fmt.count), cell(a, "used_slots", s.used_slots, fmt.count),
+      cell(a, "free_slots", s.free_slots, fmt.count),
+      cell(a, "uptime_secs", s.uptime_secs, fmt.duration),
+      cell(a, "heartbeat_age_secs", s.heartbeat_age_secs, fmt.duration),
+      el("td", { ...a, "data-metric": "used_by", "data-value": usedBy.join("; ") },
+        usedBy.join("; ") || "-"));
+    tbody.append(tr);
+  }
+  if (!cluster.supervisor_list.length) {
+    tbody.append(el("tr", {}, "no supervisor is registered: start one with storm-zmq supervisor"));
+  }
+  document.getElementById("cluster-section").hidden = false;
 }
 
 function renderTotals(summary) {
@@ -216,6 +269,7 @@ function setStatus(text, isError) {
 
 async function refresh() {
   try {
+    await refreshCluster();
     const rows = await getJSON("api/topologies");
     const name = selected() || (rows.find((r) => r.status !== "killed") || rows[0] || {}).name;
     renderTopologies(rows, name);

@@ -1,0 +1,170 @@
+"""What a cluster is made of now: its nimbuses, its supervisors and their worker slots.
+
+Storm's UI opens with this (cluster, nimbus and supervisor summaries): how many
+slots there are and how many are free is the first question when a submitted
+topology is not assigned, or before adding one. `storm-zmq cluster` prints it, the
+UI shows it and ``/api/cluster`` serves it, ``/metrics`` exports its counts, and
+`submit` and `rebalance` take their free-slot warnings from it.
+
+`cluster_overview` is pure (the records as ZooKeeper holds them, and the time);
+`read_overview` is the thin shell that reads them.
+
+A slot is *used* when a topology's stored assignment places a worker on it, as
+nimbus counts it, whether that worker runs yet or not; every other slot of a
+registered supervisor is *free*. A supervisor is registered while its ZooKeeper
+session lives. How long ago it last refreshed its registration is shown as it is
+(by this reader's clock against the supervisor's, which may differ): nimbus judges
+a supervisor that stops refreshing by its own clock
+(``nimbus.supervisor.timeout.secs``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ClusterOverview", "NimbusOverview", "SupervisorOverview", "cluster_overview",
+           "read_overview"]
+
+
+@dataclass(frozen=True)
+class SupervisorOverview:
+    id: str
+    host: str
+    hostname: str | None
+    ports: tuple[int, ...]
+    #: port -> the name of the topology whose assignment holds it
+    used: Mapping[int, str] = field(default_factory=dict)
+    uptime_secs: float | None = None
+    #: seconds since it last refreshed its registration (None: it does not say)
+    heartbeat_age_secs: float | None = None
+
+    @property
+    def free(self) -> tuple[int, ...]:
+        return tuple(port for port in self.ports if port not in self.used)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "host": self.host, "hostname": self.hostname,
+                "slots": len(self.ports), "used_slots": len(self.used),
+                "free_slots": len(self.free), "ports": list(self.ports),
+                "used": {str(port): name for port, name in sorted(self.used.items())},
+                "uptime_secs": self.uptime_secs,
+                "heartbeat_age_secs": self.heartbeat_age_secs}
+
+
+@dataclass(frozen=True)
+class NimbusOverview:
+    id: str
+    host: str | None
+    leader: bool
+    uptime_secs: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "host": self.host, "leader": self.leader,
+                "uptime_secs": self.uptime_secs}
+
+
+@dataclass(frozen=True)
+class ClusterOverview:
+    nimbuses: tuple[NimbusOverview, ...]
+    supervisors: tuple[SupervisorOverview, ...]
+    topologies: int
+    #: the id of the nimbus that leads (its node in the election), None: none leads
+    leader: str | None = None
+
+    @property
+    def slots(self) -> int:
+        return sum(len(s.ports) for s in self.supervisors)
+
+    @property
+    def used_slots(self) -> int:
+        return sum(len(s.used) for s in self.supervisors)
+
+    @property
+    def free_slots(self) -> int:
+        return sum(len(s.free) for s in self.supervisors)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"supervisors": len(self.supervisors), "slots": self.slots,
+                "used_slots": self.used_slots, "free_slots": self.free_slots,
+                "topologies": self.topologies, "leader": self.leader,
+                "nimbus_list": [n.to_dict() for n in self.nimbuses],
+                "supervisor_list": [s.to_dict() for s in self.supervisors]}
+
+
+def _seconds_since(then: Any, now: float) -> float | None:
+    if isinstance(then, int | float) and not isinstance(then, bool):
+        return max(0.0, now - then)
+    return None
+
+
+def _ports(info: Mapping[str, Any]) -> tuple[int, ...]:
+    ports = []
+    for port in info.get("ports") or ():
+        try:
+            ports.append(int(port))
+        except (TypeError, ValueError):
+            continue  # a damaged record: the rest of it still counts
+    return tuple(sorted(ports))
+
+
+def cluster_overview(
+    supervisors: Mapping[str, Mapping[str, Any]],
+    nimbuses: Mapping[str, Mapping[str, Any]],
+    leader: str | None,
+    assignments: Mapping[str, Mapping[str, Any] | None],
+    names: Mapping[str, str],
+    *,
+    now: float,
+) -> ClusterOverview:
+    """The overview of these records: `supervisors` and `nimbuses` are id -> the
+    info each registered; `assignments` topology id -> its stored assignment;
+    `names` topology id -> name (an id without one is shown as the id). Sorted
+    by host and id, so that the output is the same from one call to the next."""
+    held: dict[tuple[str, int], str] = {}
+    for topology_id, assignment in assignments.items():
+        for slot in (assignment or {}).get("slots") or ():
+            try:
+                supervisor, _host, port = slot
+                held[(str(supervisor), int(port))] = names.get(topology_id, topology_id)
+            except (TypeError, ValueError):
+                continue
+    rows = []
+    for sid, info in supervisors.items():
+        ports = _ports(info)
+        rows.append(SupervisorOverview(
+            id=sid, host=str(info.get("host", "?")),
+            hostname=info.get("hostname") if isinstance(info.get("hostname"), str) else None,
+            ports=ports,
+            used={port: held[(sid, port)] for port in ports if (sid, port) in held},
+            uptime_secs=_seconds_since(info.get("started"), now),
+            heartbeat_age_secs=_seconds_since(info.get("time"), now),
+        ))
+    nimbus_rows = [NimbusOverview(id=nid, host=info.get("host"), leader=nid == leader,
+                                  uptime_secs=_seconds_since(info.get("time"), now))
+                   for nid, info in nimbuses.items()]
+    return ClusterOverview(
+        nimbuses=tuple(sorted(nimbus_rows, key=lambda n: (not n.leader, n.host or "", n.id))),
+        supervisors=tuple(sorted(rows, key=lambda s: (s.host, s.id))),
+        topologies=len(names),
+        leader=leader,
+    )
+
+
+def read_overview(state: Any, *, leaving_out: str | None = None,
+                  clock: Callable[[], float] = time.time) -> ClusterOverview:
+    """The overview of the cluster `state` (a started `ClusterState`) now.
+    `leaving_out`: a topology id whose slots count as free (a rebalance may reuse
+    its own)."""
+    names = {}
+    for topology_id in state.topologies():
+        record = state.get_topology(topology_id)
+        if isinstance(record, dict):
+            names[topology_id] = str(record.get("name", topology_id))
+    assignments = {tid: state.get_assignment(tid) for tid in state.assignments()
+                   if tid != leaving_out}
+    return cluster_overview(
+        state.supervisors(), state.nimbuses(), state.leader(), assignments, names,
+        now=clock())
