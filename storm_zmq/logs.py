@@ -6,7 +6,8 @@ A cluster worker logs to ``<storm.local.dir>/logs/<topology-id>-<port>.log``
 whatever Python writes to ``sys.stderr`` (tracebacks, uncaught thread exceptions,
 warnings) is captured into the same log, as Storm redirects a worker's System.out
 and System.err to its log (loggers ``STDOUT`` and ``STDERR``); otherwise a chatty
-``print`` would fill a file that nothing rotates.
+``print`` would fill a file that nothing rotates. A block of lines (one ``print``,
+one traceback) is one record (`StreamRecords`).
 
 What still bypasses Python's ``sys.stderr`` — the interpreter failing before logging
 is set up, a C extension writing to file descriptor 2, `faulthandler`'s dump on a
@@ -31,6 +32,7 @@ from typing import IO, Any, TextIO
 
 __all__ = [
     "LOG_FORMAT",
+    "StreamRecords",
     "configure_worker_logging",
     "open_worker_output",
     "worker_log_name",
@@ -41,7 +43,8 @@ __all__ = [
 #: A record starts with its time; lines without it continue the previous record.
 LOG_FORMAT = "%(asctime)s {prefix} %(levelname)s %(name)s: %(message)s"
 
-#: A partial line longer than this is logged without waiting for its end.
+#: Captured output held longer than this (characters) is logged without waiting
+#: for its line's end (`StreamRecords`).
 _MAX_PARTIAL_LINE = 64 * 1024
 
 
@@ -72,16 +75,63 @@ class _RotatingFileHandler(logging.handlers.RotatingFileHandler):
         self.stream = open(self.baseFilename, "w", encoding=self.encoding)  # noqa: SIM115
 
 
+class StreamRecords:
+    """Cuts text written to a captured ``sys.stdout`` / ``sys.stderr`` into log
+    records. Pure: `feed` and `flush` return the records' texts.
+
+    One record per block, not per line, so that what belongs together stays
+    together in the log (later lines follow their record without a time, as
+    `LOG_FORMAT` says): text is held until a write ends a line, so ``print(text)``
+    of many lines (text, then ``"\\n"``: two writes) is one record; and a traceback
+    (``traceback.print_exc()``, an uncaught thread exception: a write per line) is
+    held until its exception line, the first line after its header that is not
+    indented. At most `max_chars` are held; beyond that they are one record at once.
+    """
+
+    TRACEBACK = "Traceback (most recent call last):"
+
+    def __init__(self, max_chars: int = _MAX_PARTIAL_LINE) -> None:
+        self.max_chars = max_chars
+        self._held = ""
+
+    def feed(self, text: str) -> list[str]:
+        data = self._held + text
+        if len(data) <= self.max_chars and (not data.endswith("\n") or self._open_traceback(data)):
+            self._held = data
+            return []
+        self._held = ""
+        return self._records(data)
+
+    def flush(self) -> list[str]:
+        data, self._held = self._held, ""
+        return self._records(data)
+
+    def _open_traceback(self, data: str) -> bool:
+        lines = [line for line in data.splitlines() if line.strip()]
+        return bool(lines) and lines[0].startswith(self.TRACEBACK) and (
+            len(lines) == 1 or lines[-1][:1].isspace())
+
+    @staticmethod
+    def _records(data: str) -> list[str]:
+        lines = [line.rstrip() for line in data.split("\n")]
+        while lines and not lines[-1]:
+            lines.pop()
+        while lines and not lines[0]:
+            lines.pop(0)
+        return ["\n".join(lines)] if lines else []
+
+
 class _LoggerWriter(io.TextIOBase):
-    """A text stream that logs each complete line to `logger` at `level`: what
-    ``sys.stdout`` / ``sys.stderr`` become in a cluster worker."""
+    """A text stream that logs what is written to it to `logger` at `level`, in
+    records cut by `StreamRecords`: what ``sys.stdout`` / ``sys.stderr`` become in a
+    cluster worker."""
 
     def __init__(self, logger: logging.Logger, level: int, fallback: TextIO | None) -> None:
         super().__init__()
         self._logger = logger
         self._level = level
         self._fallback = fallback
-        self._partial = ""
+        self._records = StreamRecords()
         self._lock = threading.Lock()
         self._inside = threading.local()  # a handler failing and printing: no recursion
 
@@ -101,26 +151,20 @@ class _LoggerWriter(io.TextIOBase):
                 self._fallback.write(text)
             return len(text)
         with self._lock:
-            data = self._partial + text
-            lines = data.split("\n")
-            self._partial = lines.pop()
-            if len(self._partial) > _MAX_PARTIAL_LINE:
-                lines.append(self._partial)
-                self._partial = ""
-        self._emit(lines)
+            records = self._records.feed(text)
+        self._emit(records)
         return len(text)
 
     def flush(self) -> None:
         with self._lock:
-            lines, self._partial = ([self._partial] if self._partial else []), ""
-        self._emit(lines)
+            records = self._records.flush()
+        self._emit(records)
 
-    def _emit(self, lines: list[str]) -> None:
+    def _emit(self, records: list[str]) -> None:
         self._inside.active = True
         try:
-            for line in lines:
-                if line.strip():
-                    self._logger.log(self._level, line.rstrip())
+            for record in records:
+                self._logger.log(self._level, record)
         finally:
             self._inside.active = False
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from storm_zmq.logs import (
+    StreamRecords,
     configure_worker_logging,
     open_worker_output,
     worker_log_path,
@@ -77,14 +80,22 @@ def test_print_and_stderr_are_captured_into_the_log_not_the_process_stderr(
     print("hello from", "a bolt")
     sys.stdout.write("partial ")
     sys.stdout.write("line\n")
-    print("Traceback (most recent call last):\n  boom", file=sys.stderr)
+    print("worker 1 failed:\nTraceback (most recent call last):\n  boom\nValueError: x",
+          file=sys.stderr)
+    try:
+        raise KeyError("k")
+    except KeyError:
+        traceback.print_exc()  # a write per line
     sys.stdout.write("unfinished")
     sys.stdout.flush()
     text = path.read_text()
     assert "INFO STDOUT: hello from a bolt" in text
     assert "INFO STDOUT: partial line" in text
-    assert "WARNING STDERR: Traceback (most recent call last):" in text
-    assert "WARNING STDERR:   boom" in text
+    # each multi-line block is one record: its later lines follow without a prefix
+    assert ("WARNING STDERR: worker 1 failed:\nTraceback (most recent call last):\n  boom\n"
+            "ValueError: x\n") in text
+    assert re.search(r"WARNING STDERR: Traceback \(most recent call last\):\n  File .*\n"
+                     r"(    .*\n)*KeyError: 'k'\n", text), text
     assert "INFO STDOUT: unfinished" in text
     captured = capfd.readouterr()
     assert "hello" not in captured.out + captured.err
@@ -108,3 +119,44 @@ def test_the_out_file_is_appended_and_rolled_once_when_too_big(tmp_path: Path) -
         out.write(b"c")
     assert (tmp_path / "topo-1-6701.out").read_bytes() == b"c"
     assert (tmp_path / "topo-1-6701.out.1").read_bytes() == b"a" * 60 + b"b" * 60
+
+
+def test_stream_records_are_blocks_ended_by_a_write_that_ends_a_line() -> None:
+    records = StreamRecords(max_chars=100)
+    assert records.feed("a\nb") == []  # print("a\nb"): the text, then its end
+    assert records.feed("\n") == ["a\nb"]
+    assert records.feed("one line\n") == ["one line"]
+    assert records.feed("\n\n") == []  # nothing but blank lines: no record
+    assert records.feed("  indented, trailing spaces   \n\n") == ["  indented, trailing spaces"]
+    assert records.feed("no end") == [] and records.flush() == ["no end"]
+    assert records.flush() == []
+
+
+def test_a_traceback_is_held_until_its_exception_line() -> None:
+    records = StreamRecords(max_chars=1000)
+    assert records.feed("Traceback (most recent call last):\n") == []
+    assert records.feed('  File "x.py", line 1, in f\n') == []
+    assert records.feed("    g()\n") == []
+    assert records.feed("    ^^^\n") == []
+    assert records.feed("ValueError: bad\n") == [
+        'Traceback (most recent call last):\n  File "x.py", line 1, in f\n    g()\n    ^^^\n'
+        "ValueError: bad"]
+    # a chained one: the text between is its own record, then the next traceback
+    assert records.feed("\nDuring handling of the above exception, another exception "
+                        "occurred:\n\n") == ["During handling of the above exception, "
+                                              "another exception occurred:"]
+    assert records.feed("Traceback (most recent call last):\n  File \"y\"\n") == []
+    assert records.feed("TypeError: worse\n") == [
+        'Traceback (most recent call last):\n  File "y"\nTypeError: worse']
+
+
+def test_what_is_held_is_bounded() -> None:
+    records = StreamRecords(max_chars=10)
+    assert records.feed("12345") == []
+    assert records.feed("678901") == ["12345678901"]  # over the bound: at once
+    assert records.feed("Traceback (most recent call last):\n") == [
+        "Traceback (most recent call last):"]  # longer than the bound itself
+    big = StreamRecords(max_chars=60)
+    assert big.feed("Traceback (most recent call last):\n") == []
+    assert big.feed("  File 1\n  File 2\n  File 3\n") == [
+        "Traceback (most recent call last):\n  File 1\n  File 2\n  File 3"]

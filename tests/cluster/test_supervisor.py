@@ -80,6 +80,11 @@ def test_the_last_exception_of_a_workers_logs_is_found_under_any_prefix(tmp_path
     assert last_exception_line([tmp_path / "missing.log"]) is None
     log.write_text("nothing went wrong\n")
     assert last_exception_line([out, log]) == "ValueError: an older one"  # the other file's
+    # a traceback logged as one record: its later lines have no prefix
+    log.write_text("2026-11-27 04:50:01,000 worker-0 WARNING STDERR: worker 0 failed:\n"
+                   "Traceback (most recent call last):\n  File \"x.py\", line 1\n"
+                   "OSError: [Errno 98] Address already in use\n")
+    assert last_exception_line([out, log]) == "OSError: [Errno 98] Address already in use"
 
 
 def test_without_zookeeper_a_worker_that_stopped_itself_is_not_relaunched(tmp_path) -> None:
