@@ -1,7 +1,8 @@
 """Fixtures shared across test directories.
 
-The real ZooKeeper server is one per session for the whole suite
-(tests/zk_fixtures.py), whichever directory uses it.
+The real ZooKeeper server is one per test process for the whole suite
+(tests/zk_fixtures.py), whichever directory uses it: two when scripts/test.sh
+runs the suite in two processes (pytest-xdist's -n).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A real ZooKeeper for the cluster tests: one server per test session (Debian's
-package via scripts/zookeeper.sh), and a fresh `storm.zookeeper.root` per test so
+"""A real ZooKeeper for the cluster tests: one server per test process (Debian's
+package via scripts/zookeeper.sh; pytest-xdist's processes each have their own), and a fresh `storm.zookeeper.root` per test so
 tests never see each other's nodes."""
 
 from __future__ import annotations
