@@ -80,6 +80,7 @@ from kazoo.security import (
     make_digest_acl,
 )
 
+from storm_zmq.cluster.kazoo_log import quiet_repeated_warnings
 from storm_zmq.config import DEFAULTS
 
 __all__ = [
@@ -360,6 +361,7 @@ class ClusterState:
     # ------------------------------------------------------------------ lifecycle
 
     def _new_client(self) -> KazooClient:
+        quiet_repeated_warnings()  # kazoo's warning per reconnect attempt: one a minute
         interval = int(self.conf["storm.zookeeper.retry.interval"]) / 1000
         ceiling = int(self.conf["storm.zookeeper.retry.intervalceiling.millis"]) / 1000
         return KazooClient(

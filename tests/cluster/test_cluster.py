@@ -275,6 +275,11 @@ def test_tuples_keep_flowing_while_zookeeper_is_down(cluster: Cluster,
     # the daemons are back in ZooKeeper: both supervisors registered again
     wait_for(lambda: "ZooKeeper is back" in cluster.log("s1") + cluster.log("s2")
              or "CONNECTED" in cluster.log("s1"), "supervisors reconnected")
+    # kazoo's warning at each attempt to reconnect (every 2 s at most) is one line a
+    # minute in a daemon's log (storm_zmq.cluster.kazoo_log)
+    for daemon in ("nimbus", "s1", "s2"):
+        dropped = [line for line in cluster.log(daemon).splitlines() if "Connection dropped" in line]
+        assert len(dropped) <= 1, (daemon, dropped)
 
 
 def test_an_unreachable_zookeeper_is_a_clear_error(tmp_path: Path) -> None:

@@ -1,0 +1,78 @@
+"""kazoo's warnings during a ZooKeeper outage, one line a minute instead of one per attempt.
+
+Why: kazoo warns at every failed attempt to reconnect ("Connection dropped: ...",
+"Failed connecting to Zookeeper within the connection retry policy."), and a
+daemon tries again every 2 s at most (`state.RECONNECT_MAX_DELAY`): an hour's
+outage wrote thousands of the same lines into every nimbus, supervisor and worker
+log, burying the few that say what happened. `RepeatedWarnings` lets the first of
+each kind through and then one per `interval`, saying how many it held back (the
+kind is the message's template: the same warning with other arguments is the same
+kind). Errors always pass. Installed on kazoo's logger by `quiet_repeated_warnings`,
+once per process, whoever starts a `ClusterState`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from storm_zmq.runtime.error_throttle import ErrorThrottle
+
+__all__ = ["KAZOO_LOGGER", "RepeatedWarnings", "quiet_repeated_warnings"]
+
+#: The logger kazoo's client and connection log to (KazooClient's default).
+KAZOO_LOGGER = "kazoo.client"
+#: Seconds between two lines of one kind of warning.
+INTERVAL = 60.0
+#: Kinds remembered at most (the least recently seen is forgotten first).
+MAX_KINDS = 64
+
+
+class RepeatedWarnings(logging.Filter):
+    """At most one record of each kind of warning (or lower) per `interval`
+    seconds; the one let through after others were held back says how many."""
+
+    def __init__(self, interval: float = INTERVAL, *,
+                 clock: Callable[[], float] = time.monotonic, max_kinds: int = MAX_KINDS) -> None:
+        super().__init__()
+        self.interval = interval
+        self.clock = clock
+        self.max_kinds = max_kinds
+        self._kinds: OrderedDict[str, ErrorThrottle] = OrderedDict()
+        self._lock = threading.Lock()  # several kazoo clients may log at once
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.WARNING:
+            return True
+        kind = record.msg if isinstance(record.msg, str) else type(record.msg).__name__
+        with self._lock:
+            throttle = self._kinds.get(kind)
+            if throttle is None:
+                throttle = self._kinds[kind] = ErrorThrottle(1, self.interval)
+                while len(self._kinds) > self.max_kinds:
+                    self._kinds.popitem(last=False)
+            else:
+                self._kinds.move_to_end(kind)
+            verdict = throttle.admit(self.clock())
+        if not verdict.write:
+            return False
+        if verdict.held_before:
+            record.msg = (f"{record.getMessage()} ({verdict.held_before} more like it "
+                          f"since the last one logged; one a {self.interval:g} s is logged)")
+            record.args = None
+        return True
+
+
+def quiet_repeated_warnings(logger_name: str = KAZOO_LOGGER) -> RepeatedWarnings:
+    """Install a `RepeatedWarnings` on `logger_name` unless one is there already;
+    return the one installed."""
+    logger = logging.getLogger(logger_name)
+    for existing in logger.filters:
+        if isinstance(existing, RepeatedWarnings):
+            return existing
+    installed = RepeatedWarnings()
+    logger.addFilter(installed)
+    return installed
