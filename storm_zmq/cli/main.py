@@ -18,6 +18,7 @@ from storm_zmq.cli import (
     cluster_cmd,
     config_cmd,
     logs_cmd,
+    monitor_cmd,
     quickstart_cmd,
     run_cmd,
     stats_cmd,
@@ -30,7 +31,8 @@ from storm_zmq.topology import TopologyError
 
 #: Subcommand modules; each has ``add_parser(subparsers)`` that sets ``func``.
 SUBCOMMANDS = (
-    run_cmd, cluster_cmd, stats_cmd, ui_cmd, logs_cmd, quickstart_cmd, visualize_cmd, config_cmd,
+    run_cmd, cluster_cmd, stats_cmd, monitor_cmd, ui_cmd, logs_cmd, quickstart_cmd, visualize_cmd,
+    config_cmd,
 )
 
 #: Exceptions that are the user's to fix, reported without a traceback.

@@ -355,6 +355,13 @@ def test_deactivate_activate_and_rebalance(cluster: Cluster) -> None:
     cluster.supervisor("s2")
     cluster.submit(count=100_000, rate=100)
     wait_for(lambda: len(cluster.seen()) > 50, "tuples flowing")
+    # Storm's monitor: the spout's two tasks emit 100 ids a second each
+    monitor = cluster.cli("monitor", "ClusterIds", "-i", "1", "-n", "2", "-m", "numbers")
+    header, *lines = monitor.stdout.splitlines()
+    assert header.split() == ["time", "component", "kind", "executors", "emitted", "per", "second"]
+    assert [line.split()[1:3] for line in lines] == [["numbers", "spout"]] * 2, monitor.stdout
+    rates = [float(line.split()[-1].replace(",", "")) for line in lines]
+    assert all(100 <= rate <= 300 for rate in rates), monitor.stdout
     cluster.cli("deactivate", "ClusterIds")
     assert "inactive" in cluster.cli("list").stdout
 

@@ -1,0 +1,103 @@
+"""``storm-zmq monitor NAME [-i SECS] [-m COMPONENT] [-w COUNTER]``: Storm's ``monitor``.
+
+Every ``-i`` seconds (4, Storm's default) a line per component: how much its counter
+(``-w``: emitted, as Storm's, or transferred, executed, acked, failed) grew since the
+last line, and at what rate (storm_zmq.metrics.throughput), until Ctrl-C, ``-n``
+rounds, or the topology is gone. Storm's ``-s STREAM`` has no counterpart: the
+workers count per component, over all its streams.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
+from storm_zmq.metrics.summary import COUNTERS
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "monitor", help="show a running topology's throughput every few seconds",
+        description="Show, every SECS seconds (-i), how much each component's counter grew "
+        "and its rate per second, until Ctrl-C (cluster mode; Storm's monitor).",
+    )
+    parser.add_argument("name", metavar="NAME", help="the topology's name (see storm-zmq list)")
+    parser.add_argument("-i", "--interval", type=_positive, default=4.0, metavar="SECS",
+                        help="seconds between lines (default 4, as Storm's)")
+    parser.add_argument("-m", "--component", action="append", default=[], metavar="COMPONENT",
+                        help="only this component (repeatable; default: all but the acker)")
+    parser.add_argument("-w", "--watch", choices=COUNTERS[:5], default="emitted",
+                        help="the counter to watch (default: emitted, as Storm's)")
+    parser.add_argument("-n", "--rounds", type=int, default=0, metavar="N",
+                        help="stop after N lines of rates (default: until Ctrl-C)")
+    add_config_arguments(parser)
+    parser.set_defaults(func=monitor_topology)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return value
+
+
+def monitor_topology(args: argparse.Namespace, *,
+                     sleep: Callable[[float], None] = time.sleep) -> int:
+    from storm_zmq.cli.cluster_cmd import quiet_kazoo
+    from storm_zmq.cluster.state import ClusterState, ClusterStateError
+    from storm_zmq.metrics.sources import ClusterSource, UnknownTopology
+    from storm_zmq.metrics.throughput import Throughput
+
+    conf = load_config_from_args(args)
+    quiet_kazoo()
+    try:
+        state = ClusterState(conf).start(timeout=conf["storm.zookeeper.connection.timeout"] / 1000)
+    except ClusterStateError as exc:
+        raise UsageError(str(exc)) from None
+    throughput = Throughput(args.watch, tuple(args.component))
+    source = ClusterSource(state, cache_secs=0.0)
+    rounds = 0
+    seen = False  # the topology, once: later, its absence means it was removed
+    try:
+        while True:
+            try:
+                summary = source.summary(args.name)
+            except UnknownTopology as exc:
+                if seen:
+                    print(f"topology {args.name!r} is gone", file=sys.stderr)
+                    return 1
+                raise UsageError(str(exc)) from None
+            seen = True
+            known = {c.name for c in summary.components}
+            missing = [name for name in args.component if name not in known]
+            if missing:
+                raise UsageError(f"topology {args.name} has no component "
+                                 f"{', '.join(map(repr, missing))} (it has "
+                                 f"{', '.join(sorted(known)) or 'none'})")
+            rows = throughput.update(summary)
+            if any(row.rate is not None for row in rows):
+                if rounds == 0:
+                    print(f"{'time':<8}  {'component':<24} {'kind':<6} {'executors':>9} "
+                          f"{args.watch:>12} {'per second':>12}")
+                stamp = time.strftime("%H:%M:%S")
+                for row in rows:
+                    grown = "-" if row.grown is None else f"{row.grown:,}"
+                    rate = "-" if row.rate is None else f"{row.rate:,.0f}"
+                    print(f"{stamp:<8}  {row.component:<24} {row.kind:<6} {row.executors:>9} "
+                          f"{grown:>12} {rate:>12}", flush=True)
+                rounds += 1
+                if rounds == args.rounds:
+                    return 0
+            sleep(args.interval)
+    except ClusterStateError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        state.stop()
+
