@@ -316,3 +316,15 @@ def test_cluster_shows_the_supervisors_slots_used_and_free_and_the_leader(
     assert (data["slots"], data["used_slots"], data["free_slots"]) == (3, 1, 2)
     assert data["leader"] == "n1"
     assert [s["used"] for s in data["supervisor_list"]] == [{"6700": "ids"}, {}]
+
+
+def test_monitor_names_what_it_cannot_find(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    topology_on_one_worker(make_state(), "active")
+    assert main(["monitor", "nope", *cli_overrides(zk_conf)]) == 2
+    assert "no running topology named 'nope' (running: ids)" in capsys.readouterr().err
+    assert main(["monitor", "ids", "-m", "numbers", "-m", "count", *cli_overrides(zk_conf)]) == 2
+    assert "topology ids has no component 'count' (it has numbers)" in capsys.readouterr().err
+    assert main(["monitor", "ids", "-i", "0", *cli_overrides(zk_conf)]) == 2
+    assert "expected a number of seconds > 0, got '0'" in capsys.readouterr().err
