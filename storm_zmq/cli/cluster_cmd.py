@@ -1,5 +1,6 @@
 """Cluster mode commands: the daemons (`nimbus`, `supervisor`), Storm's topology
-commands (`submit`, `kill`, `list`, `activate`, `deactivate`, `rebalance`), and
+commands (`submit`, `kill`, `list`, `activate`, `deactivate`, `rebalance`,
+`set_log_level`), and
 `cluster`, what Storm's UI opens with (nimbuses, supervisors, slots used and free).
 
 Every command reaches ZooKeeper through `storm_zmq.cluster.state`; an unreachable
@@ -77,6 +78,14 @@ def add_parser(subparsers: Any) -> None:
                                 "request (default: topology.message.timeout.secs)")
     rebalance.add_argument("-n", "--num-workers", type=int, default=None, metavar="WORKERS",
                            help="the number of workers afterwards (default: as now)")
+    levels = command("set_log_level", "set loggers of a running topology's workers to another "
+                     "level, for a while or until reset (Storm's set_log_level)", set_log_level)
+    levels.add_argument("name")
+    levels.add_argument("-l", "--level", action="append", default=[], metavar="LOGGER=LEVEL[:SECS]",
+                        help="e.g. ROOT=DEBUG:30 or storm_zmq.component.count=WARN; ROOT is "
+                             "the root logger; SECS 0 or none: until reset (repeatable)")
+    levels.add_argument("-r", "--reset", action="append", default=[], metavar="LOGGER",
+                        help="put LOGGER back to the level it had (repeatable)")
 
 
 def quiet_kazoo() -> None:
@@ -421,6 +430,45 @@ def rebalance_topology(args: argparse.Namespace) -> int:
     _warn_if_few_are_free(overview.free_slots, overview.slots, workers, args.name)
     _warn_without_nimbus(overview.leader is not None)
     return 0
+
+
+def set_log_level(args: argparse.Namespace) -> int:
+    """Storm's set_log_level: the requests go into the topology's record, which every
+    worker reads at each heartbeat (storm_zmq.cluster.log_levels)."""
+    from storm_zmq.cluster.log_levels import parse_request
+
+    if not args.level and not args.reset:
+        raise UsageError("set_log_level needs -l LOGGER=LEVEL[:SECS] or -r LOGGER")
+    try:
+        requests = [parse_request(spec) for spec in args.level]
+    except ValueError as exc:
+        raise UsageError(f"-l {exc}") from None
+    now = time.time()
+    with _cluster(args) as state:
+        topology_id, record = _find(state, args.name)
+        levels = {name: request for name, request in (record.get("log_levels") or {}).items()
+                  # a timed request long over is dropped (its workers are done with it)
+                  if not _ended(request, now) and name not in args.reset}
+        for logger, level, seconds in requests:
+            # "requested" also tells this request from the next one for the logger
+            levels[logger] = {"level": level, "timeout_secs": seconds, "requested": now}
+        state.set_topology(topology_id, {**record, "log_levels": levels})
+    for logger, level, seconds in requests:
+        print(f"{args.name!r}: logger {logger} at {level} "
+              + (f"for {seconds:g} s" if seconds else "until reset"))
+    for logger in args.reset:
+        print(f"{args.name!r}: logger {logger} back to the level it had")
+    return 0
+
+
+def _ended(request: Any, now: float) -> bool:
+    """A timed request whose time was up a minute ago by this clock."""
+    try:
+        requested = float(request["requested"])
+        timeout = float(request.get("timeout_secs") or 0)
+    except (KeyError, TypeError, ValueError):
+        return False
+    return timeout > 0 and now > requested + timeout + 60
 
 
 def list_topologies(args: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from storm_zmq.cluster.heartbeat import worker_beat
+from storm_zmq.cluster.log_levels import LogLevels, python_logger
 from storm_zmq.cluster.state import ClusterState, worker_zookeeper_conf
 from storm_zmq.logs import configure_worker_logging
 from storm_zmq.runtime.assignment import WorkerSlot
@@ -71,6 +72,7 @@ class ZooKeeperControl:
         self._interval = float(conf["worker.heartbeat.frequency.secs"])
         self._zk_down_logged = False
         self._ready = False
+        self._log_levels = LogLevels()  # storm-zmq set_log_level's requests
         self._thread = threading.Thread(target=self._loop, name="zookeeper", daemon=True)
 
     # -- WorkerControl ----------------------------------------------------------------
@@ -148,6 +150,16 @@ class ZooKeeperControl:
         if self._state is not None:
             self._state.stop()
 
+    def _set_log_levels(self, requests: dict[str, Any]) -> None:
+        changes = self._log_levels.update(requests, time.monotonic(),
+                                          lambda name: python_logger(name).level)
+        for change in changes:  # said while INFO is likely on: before a request, after a reset
+            if not change.reset:
+                log.info("set_log_level: logger %s at %s", change.logger, change.why)
+            python_logger(change.logger).setLevel(change.level)
+            if change.reset:
+                log.info("set_log_level: logger %s %s", change.logger, change.why)
+
     def _sync(self, state: ClusterState) -> None:
         assignment = state.get_assignment(self.topology_id)
         if assignment is None:  # killed: a heartbeat now would outlive the topology
@@ -176,6 +188,7 @@ class ZooKeeperControl:
                             worker_beat(self._stats_time, assignment["launched"][index],
                                         self._stats))
         record = state.get_topology(self.topology_id)
+        self._set_log_levels((record or {}).get("log_levels") or {})
         status = record["status"] if record else "killed"
         if status != self._status:
             if status == "active":

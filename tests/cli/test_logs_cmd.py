@@ -310,6 +310,25 @@ def test_logs_shows_the_workers_logs_of_a_submitted_topology(
             assert follow.returncode == 0, errors
         missing = logs_cli(cluster, "NoSuchTopology")
         assert missing.returncode == 2 and "no running topology named" in missing.stderr
+
+        # Storm's set_log_level: the emits topology.debug logs (INFO) stop while their
+        # logger is at WARN, for 2 s, and come back once the worker puts it back
+        log_file = (tmp_path / "s1" / "logs" /
+                    f"{submitted_id(cluster)}-{s1_worker.split(':')[1]}.log")
+        set_at = "set_log_level: logger storm_zmq.runtime.executor at WARN for 2 s"
+        back_at = "set_log_level: logger storm_zmq.runtime.executor back to its parent (time is up)"
+        cluster.cli("set_log_level", "ClusterIds", "-l", "storm_zmq.runtime.executor=WARN:2")
+
+        def emitting_again() -> str | None:
+            text = log_file.read_text()
+            after = text.split(back_at, 1)[1] if back_at in text else ""
+            return text if after.count("emit component=") >= 5 else None
+
+        text = wait_for(emitting_again, "the level set, put back and the emits logged again")
+        before, rest = text.split(set_at, 1)
+        during = rest.split(back_at, 1)[0]
+        assert before.count("emit component=") >= 20
+        assert during.count("emit component=") <= 2, during  # at most one in flight
     finally:
         cluster.stop_all()
 

@@ -328,3 +328,38 @@ def test_monitor_names_what_it_cannot_find(
     assert "topology ids has no component 'count' (it has numbers)" in capsys.readouterr().err
     assert main(["monitor", "ids", "-i", "0", *cli_overrides(zk_conf)]) == 2
     assert "expected a number of seconds > 0, got '0'" in capsys.readouterr().err
+
+
+def test_set_log_level_records_requests_for_the_workers_and_resets_them(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    state = make_state()
+    topology_on_one_worker(state, "active")
+    assert main(["set_log_level", "ids", "-l", "ROOT=DEBUG:30", "-l", "a.b=warn",
+                 *cli_overrides(zk_conf)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "'ids': logger ROOT at DEBUG for 30 s", "'ids': logger a.b at WARN until reset"]
+    levels = state.get_topology(TID)["log_levels"]
+    assert {name: (r["level"], r["timeout_secs"]) for name, r in levels.items()} == {
+        "ROOT": ("DEBUG", 30.0), "a.b": ("WARN", 0.0)}
+    assert main(["set_log_level", "ids", "-r", "a.b", *cli_overrides(zk_conf)]) == 0
+    assert capsys.readouterr().out == "'ids': logger a.b back to the level it had\n"
+    assert set(state.get_topology(TID)["log_levels"]) == {"ROOT"}
+    # a timed request long over is dropped with the next one
+    record = state.get_topology(TID)
+    record["log_levels"]["ROOT"]["requested"] -= 3600
+    state.set_topology(TID, record)
+    assert main(["set_log_level", "ids", "-l", "c=ERROR", *cli_overrides(zk_conf)]) == 0
+    assert set(state.get_topology(TID)["log_levels"]) == {"c"}
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    ([], "set_log_level needs -l LOGGER=LEVEL[:SECS] or -r LOGGER"),
+    (["-l", "ROOT=LOUD"], "-l 'ROOT=LOUD': unknown level 'LOUD'"),
+])
+def test_set_log_level_refuses_what_it_cannot_do(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str], args: list[str], says: str) -> None:
+    topology_on_one_worker(make_state(), "active")
+    assert main(["set_log_level", "ids", *args, *cli_overrides(zk_conf)]) == 2
+    assert says in capsys.readouterr().err

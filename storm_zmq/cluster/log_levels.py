@@ -1,0 +1,111 @@
+"""Storm's ``set_log_level``: a running topology's loggers at another level, for a while.
+
+``storm-zmq set_log_level NAME -l LOGGER=LEVEL[:SECS] -r LOGGER`` stores requests in
+the topology's record (``log_levels``: logger -> level, timeout, and a marker that
+tells one request from the next). Every worker reads the record at each heartbeat,
+and `LogLevels` (pure) says which of its loggers to set to what: a new request is
+applied and the logger's own level kept; once its timeout has passed (counted by
+the worker from when it first saw the request, so that hosts' clocks never
+matter), or once the request is removed (``-r``), the kept level is put back. A
+request whose time is up stays done until another request for that logger comes.
+``ROOT`` is the root logger; levels are Storm's (log4j's) names or Python's.
+A worker started after a timed request was made applies it for its whole timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["LEVELS", "ROOT", "LevelChange", "LogLevels", "parse_request", "python_logger"]
+
+#: Level names accepted: log4j's, as Storm users write them, and Python's.
+LEVELS = {"ALL": 1, "TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
+          "WARN": logging.WARNING, "WARNING": logging.WARNING, "ERROR": logging.ERROR,
+          "FATAL": logging.CRITICAL, "CRITICAL": logging.CRITICAL, "OFF": logging.CRITICAL + 10}
+#: The root logger's name here, as in Storm.
+ROOT = "ROOT"
+
+
+def python_logger(name: str) -> logging.Logger:
+    return logging.getLogger(None if name == ROOT else name)
+
+
+def parse_request(spec: str) -> tuple[str, str, float]:
+    """``LOGGER=LEVEL[:SECS]`` -> (logger, level name, seconds; 0: until reset).
+    ValueError saying what is wrong."""
+    logger, sep, rest = spec.partition("=")
+    level, _, timeout = rest.partition(":")
+    if not sep or not logger.strip() or not level.strip():
+        raise ValueError(f"{spec!r}: expected LOGGER=LEVEL or LOGGER=LEVEL:SECONDS "
+                         "(e.g. ROOT=DEBUG:30)")
+    level = level.strip().upper()
+    if level not in LEVELS:
+        raise ValueError(f"{spec!r}: unknown level {level!r} (one of {', '.join(LEVELS)})")
+    try:
+        seconds = float(timeout) if timeout.strip() else 0.0
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise ValueError(f"{spec!r}: the timeout must be a number of seconds >= 0 "
+                         f"(0: until reset), got {timeout!r}")
+    return logger.strip(), level, seconds
+
+
+@dataclass(frozen=True)
+class LevelChange:
+    logger: str
+    level: int  # logging.NOTSET (0): inherit the parent's again
+    #: for the worker's log line: "LEVEL for N s", "until reset", "back to ..."
+    why: str
+    #: the level kept from before the request is put back
+    reset: bool = False
+
+
+class LogLevels:
+    """One worker's: what its loggers' levels must be after each read of the
+    requests (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._applied: dict[str, tuple[Any, float | None]] = {}  # logger -> (marker, ends at)
+        self._kept: dict[str, int] = {}  # logger -> its own level before the first request
+        self._done: dict[str, Any] = {}  # logger -> marker of a request whose time is up
+
+    def update(self, requests: Mapping[str, Any], now: float,
+               own_level: Callable[[str], int]) -> list[LevelChange]:
+        """The changes to make given the record's `requests` at `now` (a monotonic
+        clock); `own_level(logger)` is a logger's own level now."""
+        changes = []
+        wanted = {name: r for name, r in requests.items()
+                  if isinstance(r, Mapping) and str(r.get("level", "")).upper() in LEVELS}
+        for name in list(self._done):
+            if name not in wanted or wanted[name].get("requested") != self._done[name]:
+                del self._done[name]
+        for name, request in wanted.items():
+            marker = request.get("requested")
+            if name in self._done:  # this request's time is up (others were forgotten above)
+                continue
+            if name in self._applied and self._applied[name][0] == marker:
+                continue
+            timeout = request.get("timeout_secs") or 0
+            timeout = float(timeout) if isinstance(timeout, int | float) and timeout > 0 else 0.0
+            self._kept.setdefault(name, own_level(name))
+            self._applied[name] = (marker, now + timeout if timeout else None)
+            level = str(request["level"]).upper()
+            changes.append(LevelChange(name, LEVELS[level], f"{level} for {timeout:g} s"
+                                       if timeout else f"{level} until reset"))
+        for name, (marker, ends) in list(self._applied.items()):
+            removed = name not in wanted  # with -r (a newer request was applied above)
+            expired = ends is not None and now >= ends
+            if not removed and not expired:
+                continue
+            del self._applied[name]
+            kept = self._kept.pop(name)
+            if not removed:
+                self._done[name] = marker
+            changes.append(LevelChange(name, kept, "back to "
+                                       f"{logging.getLevelName(kept) if kept else 'its parent'}"
+                                       + ("" if removed else " (time is up)"), reset=True))
+        return changes
