@@ -3,8 +3,9 @@
 #
 # Two pytest processes share the tests (pytest-xdist): most of a test's time is
 # spent waiting for processes it started, a timeout, ZooKeeper, so two at once take
-# about 0.55 of the time one alone does on 2 cores, with the same tests passing
-# (docs/benchmarks.md, "The test suite"). STORM_ZMQ_TEST_PROCESSES sets how many
+# about 0.6 of the time one alone does on 2 cores. A test that measures CPU time,
+# rates or timing windows is marked `serial` and runs with no other test beside
+# it (tests/conftest.py). STORM_ZMQ_TEST_PROCESSES sets how many
 # (at most the CPUs; 0 or 1 runs them in this one process, as does -n 0).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

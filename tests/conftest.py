@@ -7,10 +7,15 @@ runs the suite in two processes (pytest-xdist's -n).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import signal
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
@@ -23,6 +28,47 @@ def pytest_configure(config: pytest.Config) -> None:
     server, cluster daemons and workers the tests started. Killed outright, it left
     them running, using CPU that skewed the next benchmark."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+@contextlib.contextmanager
+def _locked(name: str, operation: int) -> Iterator[IO[str]]:
+    """`flock` on a file every pytest process of the suite shares (and of a
+    suite run beside it from another clone, which is just as well)."""
+    path = Path(tempfile.gettempdir()) / f"storm-zmq-tests.{name}.lock"
+    with open(path, "a") as lock:
+        fcntl.flock(lock, operation)
+        try:
+            yield lock
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _machine_share(alone: bool) -> Iterator[None]:
+    """When pytest-xdist runs the suite in several processes (scripts/test.sh), a test
+    marked ``serial`` has the machine to itself: it measures CPU time, rates or
+    timing windows that a test running beside it would skew. Every test holds a
+    shared lock while it runs, a serial one the exclusive lock; the `gate` lets a
+    serial test waiting for the running ones keep new ones from starting meanwhile.
+    In one process nothing is locked."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    if alone:
+        with _locked("gate", fcntl.LOCK_EX), _locked("machine", fcntl.LOCK_EX):
+            yield
+        return
+    with contextlib.ExitStack() as held:
+        with _locked("gate", fcntl.LOCK_EX):
+            held.enter_context(_locked("machine", fcntl.LOCK_SH))
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: Any) -> Generator[None, None, None]:
+    # outermost (tryfirst): the wait for a serial test is not counted by pytest-timeout
+    with _machine_share(alone=item.get_closest_marker("serial") is not None):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,8 @@ from storm_zmq.topology import load_topology
 from tests.messaging.conftest import free_port
 
 PROJECT = Path(__file__).parent / "project"
-pytestmark = pytest.mark.slow
+# serial: memory bounds, shares of a shuffle and rates, which a test beside them skews
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 #: Memory one queued tuple may take in a worker (Tuple, values, list slot, payload
 #: bytes and their share of a frame), generous: the test's bound is made of it.

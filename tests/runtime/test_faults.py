@@ -111,6 +111,7 @@ def held_tuples_bound(executors: int, transport: str) -> int:
     return 2 * held
 
 
+@pytest.mark.serial  # its windows of seconds and memory bound
 @pytest.mark.parametrize("transport", ["zmq", "tcp"])
 def test_a_stopped_peer_blocks_senders_within_bounded_memory_and_everything_resumes(
     tmp_path: Path, transport: str,

@@ -257,6 +257,7 @@ def test_turns_that_wait_half_their_time_are_judged_blocking_once_the_window_is_
     assert watch.judged_share == pytest.approx(IDLE_SHARE)
 
 
+@pytest.mark.serial  # another process on the CPUs makes the compute thread wait
 def test_the_busy_clock_counts_another_threads_work_but_not_a_sleep() -> None:
     """Waiting for the interpreter while another thread of the worker computes is
     not idle; sleeping is."""
