@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from storm_zmq.cli import UsageError, add_config_arguments
-from storm_zmq.logs import worker_log_name
+from storm_zmq.cluster.logviewer import WorkerLog, worker_logs
+
+__all__ = ["FollowState", "RecordFilter", "WorkerLog", "worker_logs"]
 
 #: Bytes asked for per poll of one worker while following (the viewer's cap).
 FOLLOW_READ = 1024 * 1024
@@ -42,52 +44,6 @@ HTTP_TIMEOUT = 5.0
 
 # Records start with their time ("2024-05-01 12:00:00,123 ..."), see storm_zmq.logs.
 _RECORD_START = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
-
-
-@dataclass
-class WorkerLog:
-    """Where one worker's log is and how to get it."""
-
-    supervisor: str
-    host: str
-    port: int
-    file: str
-    components: list[str]
-    url: str | None  # the log viewer, None when off or the supervisor is not registered
-    logs_dir: str | None  # on the worker's host, as the supervisor registered it
-
-    @property
-    def label(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
-    def key(self) -> tuple[str, int, str]:
-        return (self.host, self.port, self.file)
-
-    def where(self) -> str:
-        directory = self.logs_dir or "<storm.local.dir>/logs"
-        return f"{directory.rstrip('/')}/{self.file} on host {self.host}"
-
-
-def worker_logs(topology_id: str, assignment: dict[str, Any],
-                supervisors: dict[str, dict[str, Any]]) -> list[WorkerLog]:
-    """Pure: the `WorkerLog` of every worker index of a stored assignment."""
-    executors = assignment["assignment"]["executors"]
-    result = []
-    for index, (supervisor, host, port) in enumerate(assignment["slots"]):
-        info = supervisors.get(supervisor) or {}
-        viewer_port = info.get("logviewer_port")
-        url = f"http://{_url_host(host)}:{int(viewer_port)}" if viewer_port else None
-        result.append(WorkerLog(
-            supervisor=supervisor, host=host, port=int(port),
-            file=worker_log_name(topology_id, int(port)),
-            components=sorted({c for _, c, _, w in executors if w == index}),
-            url=url, logs_dir=info.get("logs_dir")))
-    return result
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 class RecordFilter:

@@ -28,16 +28,70 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
+
+from storm_zmq.logs import worker_log_name
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MAX_READ", "LogAccessError", "LogDirectory", "LogViewer", "start_logviewer"]
+__all__ = ["MAX_READ", "LogAccessError", "LogDirectory", "LogViewer", "WorkerLog",
+           "start_logviewer", "worker_logs"]
 
 #: Most bytes one request returns.
 MAX_READ = 1024 * 1024
 #: Connections served at once; more are closed at once (bounded threads).
 MAX_CONNECTIONS = 16
+
+
+@dataclass
+class WorkerLog:
+    """Where one worker's log is and how to get it (`storm-zmq logs`, the UI's link)."""
+
+    supervisor: str
+    host: str
+    port: int
+    file: str
+    components: list[str]
+    url: str | None  # the log viewer, None when off or the supervisor is not registered
+    logs_dir: str | None  # on the worker's host, as the supervisor registered it
+
+    @property
+    def label(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.host, self.port, self.file)
+
+    @property
+    def tail_url(self) -> str | None:
+        """The viewer's page of the log's last `MAX_READ` bytes, None without a viewer."""
+        return f"{self.url}/api/v1/log?file={quote(self.file)}" if self.url else None
+
+    def where(self) -> str:
+        directory = self.logs_dir or "<storm.local.dir>/logs"
+        return f"{directory.rstrip('/')}/{self.file} on host {self.host}"
+
+
+def worker_logs(topology_id: str, assignment: dict[str, Any],
+                supervisors: dict[str, dict[str, Any]]) -> list[WorkerLog]:
+    """Pure: the `WorkerLog` of every worker index of a stored assignment."""
+    executors = assignment["assignment"]["executors"]
+    result = []
+    for index, (supervisor, host, port) in enumerate(assignment["slots"]):
+        info = supervisors.get(supervisor) or {}
+        viewer_port = info.get("logviewer_port")
+        url = f"http://{_url_host(host)}:{int(viewer_port)}" if viewer_port else None
+        result.append(WorkerLog(
+            supervisor=supervisor, host=host, port=int(port),
+            file=worker_log_name(topology_id, int(port)),
+            components=sorted({c for _, c, _, w in executors if w == index}),
+            url=url, logs_dir=info.get("logs_dir")))
+    return result
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 class LogAccessError(Exception):

@@ -27,10 +27,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from storm_zmq.cluster.heartbeat import placed_beats
+from storm_zmq.cluster.logviewer import worker_logs
 from storm_zmq.cluster.overview import ClusterOverview, read_overview
 from storm_zmq.metrics.ages import ReportAges
 from storm_zmq.metrics.summary import (
@@ -181,8 +183,10 @@ class ClusterSource:
             layout = self._layout(topology_id, record)
             beats = self.state.worker_beats(topology_id)
             assignment = self.state.get_assignment(topology_id)
+            logs: dict[tuple[str, int], str] = {}
             if assignment is not None:  # only the workers placed now (a rebalance's leftovers)
                 beats = placed_beats(assignment, beats)
+                logs = self._log_urls(topology_id, assignment)
             reports = reports_from_beats(beats)
             errors = self.state.errors(topology_id)
             summary = summarize(
@@ -192,6 +196,9 @@ class ClusterSource:
                 now=now, stale_after=self.stale_after,
                 ages=self._report_ages(topology_id, reports, now, [tid for tid, _ in records]),
             )
+            if logs:
+                summary = replace(summary, workers=tuple(
+                    replace(w, log_url=logs.get((w.host, w.port))) for w in summary.workers))
             self._cache[name] = (now, summary)
             self._answer()
             return summary
@@ -202,6 +209,17 @@ class ClusterSource:
             overview = read_overview(self.state, clock=self.clock)
             self._answer()
             return overview
+
+    def _log_urls(self, topology_id: str, assignment: dict[str, Any]) -> dict[tuple[str, int], str]:
+        """(host, port) -> the tail of that worker's log on its supervisor's viewer;
+        none from a damaged assignment (the numbers matter more than the links)."""
+        try:
+            return {(w.host, w.port): w.tail_url
+                    for w in worker_logs(topology_id, assignment, self.state.supervisors())
+                    if w.tail_url}
+        except (KeyError, TypeError, ValueError) as exc:
+            log.debug("no log links for topology %s: %r", topology_id, exc)
+            return {}
 
     def _report_ages(self, topology_id: str, reports: list[dict[str, Any]], now: float,
                      known: list[str]) -> dict[str, float | None]:

@@ -325,6 +325,8 @@ class WorkerSummary:
     #: sees itself (storm_zmq.runtime.balance); None without load-aware weights.
     cpu_figure: float | None = None
     shuffle_weight: float | None = None
+    #: its log's tail on its supervisor's log viewer (cluster mode, the viewer on)
+    log_url: str | None = None
 
     @property
     def refused_total(self) -> int:

@@ -32,6 +32,7 @@ from storm_zmq.cli.main import main
 from storm_zmq.cluster import ClusterState
 from storm_zmq.cluster.logviewer import MAX_READ, LogViewer
 from tests.cluster.test_cluster import TOPOLOGY, Cluster, wait_for
+from tests.metrics.browser import PageValues, dump_dom
 from tests.zk_fixtures import cli_overrides, free_port
 
 T = "2024-05-01 12:00:0"
@@ -283,6 +284,19 @@ def test_logs_shows_the_workers_logs_of_a_submitted_topology(
         everything = logs_cli(cluster, "ClusterIds", "--lines", "1000000").stdout
         assert f"starting on {s1_worker} (pid " in everything and "components: " in everything
         assert any((tmp_path / "s1" / "logs").glob("ClusterIds-*.out"))  # raw output apart
+
+        # the web UI links each worker to the end of its log on its supervisor's viewer
+        cluster.start("ui", "ui", "--port", "0")
+        ui = wait_for(lambda: next((line.split()[3] for line in cluster.log("ui").splitlines()
+                                    if line.startswith("storm-zmq UI at ")), None), "the UI")
+        with urllib.request.urlopen(ui + "api/topology/ClusterIds", timeout=10) as response:
+            workers = {w["key"]: w["log_url"] for w in json.load(response)["workers"]}
+        s2_worker = next(key for key in workers if key != s1_worker)
+        assert workers[s2_worker] is None  # s2's viewer is off
+        with urllib.request.urlopen(workers[s1_worker], timeout=10) as response:
+            assert f"starting on {s1_worker} (pid " in response.read().decode()
+        page = PageValues(dump_dom(ui + "?topology=ClusterIds", 2500))
+        assert page.log_links == {s1_worker: workers[s1_worker]}
 
         relay = logs_cli(cluster, "ClusterIds", "--component", "relay", "--lines", "30")
         assert relay.returncode == 0, relay.stderr

@@ -38,7 +38,8 @@ def dump_dom(url: str, budget_ms: int = 4000) -> str:
 class PageValues(HTMLParser):
     """Collects ``(scope, metric) -> data-value`` for every element with
     data-metric and data-value, where scope is ("component", name), ("worker", key)
-    ("supervisor", id), ("topology", "topology") or ("cluster", "cluster"); plus the body's attributes, the graph's nodes and
+    ("supervisor", id), ("topology", "topology") or ("cluster", "cluster"); plus the
+    workers' log links, the body's attributes, the graph's nodes and
     edges and the error texts."""
 
     def __init__(self, html: str) -> None:
@@ -48,6 +49,7 @@ class PageValues(HTMLParser):
         self.body: dict[str, str] = {}
         self.nodes: list[str] = []
         self.edges: list[str] = []
+        self.log_links: dict[str, str] = {}  # worker key -> href of its log's link
         self.errors: dict[str, list[str]] = {}
         self._open: list[tuple[str, tuple[tuple[str, str], str] | None, str | None]] = []
         self.feed(html)
@@ -60,6 +62,8 @@ class PageValues(HTMLParser):
             self.nodes.append(a["data-node"])
         if "data-edge" in a:
             self.edges.append(a["data-edge"])
+        if "data-log" in a:
+            self.log_links[a["data-log"]] = a.get("href", "")
         key = None
         if "data-metric" in a and "data-value" in a:
             scope = next(((s.removeprefix("data-"), a[s]) for s in _SCOPES if s in a), None)

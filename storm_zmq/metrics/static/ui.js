@@ -181,7 +181,11 @@ function renderWorkers(summary) {
   for (const w of summary.workers) {
     const a = { "data-worker": w.key };
     const tr = el("tr", { ...a, class: w.stale ? "stale" : "" });
-    tr.append(cell(a, "worker", w.worker, fmt.text), el("td", a, w.key),
+    // host:port links to the worker's log on its supervisor's log viewer, when on
+    const where = el("td", a);
+    where.append(w.log_url ? el("a", { href: w.log_url, "data-log": w.key,
+      title: "the end of this worker's log" }, w.key) : w.key);
+    tr.append(cell(a, "worker", w.worker, fmt.text), where,
       cell(a, "pid", w.pid, fmt.text), cell(a, "uptime_secs", w.uptime_secs, fmt.duration),
       cell(a, "restarts", w.restarts, fmt.count), cell(a, "transport_name", w.transport_name, fmt.text),
       cell(a, "rss_bytes", w.rss_bytes, fmt.bytes), cell(a, "open_fds", w.open_fds, fmt.count),
