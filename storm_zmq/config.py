@@ -274,6 +274,10 @@ SCHEMA: dict[str, Setting] = {
     "ui.port": Setting(
         8080, "int", "Port of the web UI (storm-zmq ui, storm-zmq run --ui); it "
         "serves Prometheus metrics at /metrics.", **_PORT),
+    "ui.actions.enabled": Setting(
+        True, "bool", "Whether the cluster UI's buttons (and POST requests) activate, "
+        "deactivate, rebalance and kill topologies, as Storm's UI does; false makes it "
+        "read-only. Anyone who reaches ui.host:ui.port can use them."),
     "worker.heartbeat.frequency.secs": Setting(
         1, "int", "How often a worker writes its heartbeat (local file and ZooKeeper).",
         minimum=1),

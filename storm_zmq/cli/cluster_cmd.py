@@ -22,6 +22,7 @@ from typing import Any
 
 from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
 from storm_zmq.cluster.overview import ClusterOverview, read_overview
+from storm_zmq.cluster.requests import kill_request, rebalance_request, status_request
 from storm_zmq.config import ConfigError, parse_override, validate_topology_conf
 from storm_zmq.metrics.summary import TopologyLayout
 
@@ -378,12 +379,8 @@ def kill_topology(args: argparse.Namespace) -> int:
         # the old one (`-w 0` removes a draining topology at nimbus's next round).
         topology_id, record = _find(state, args.name, killed_too=True)
         again = record["status"] == "killed"
-        wait = args.wait if args.wait is not None else float(record["conf"]["topology.message.timeout.secs"])
-        # A wait, not a deadline: nimbus counts it by its own clock (no clock of
-        # this host is compared with nimbus's). kill_at only for a nimbus from
-        # before that, which would otherwise remove the topology at once.
-        state.set_topology(topology_id, {**record, "status": "killed", "kill_wait": wait,
-                                         "kill_at": time.time() + wait})
+        killed, wait = kill_request(record, args.wait, time.time())
+        state.set_topology(topology_id, killed)
         leads = _nimbus_leads(state)
     what = "killed again" if again else "killed"
     print(f"{what} {args.name!r} ({topology_id}): deactivated; nimbus removes it {wait:g} s "
@@ -395,12 +392,9 @@ def kill_topology(args: argparse.Namespace) -> int:
 def set_status(args: argparse.Namespace) -> int:
     with _cluster(args) as state:
         topology_id, record = _find(state, args.name)
-        if record["status"] == "rebalancing":  # the status it gets back after the wait
-            state.set_topology(topology_id, {**record, "rebalance_status": args.status})
-            print(f"{args.name!r} is rebalancing: it becomes {args.status} afterwards")
-            return 0
-        state.set_topology(topology_id, {**record, "status": args.status})
-    print(f"{args.name!r} is {args.status}")
+        updated, said = status_request(args.name, record, args.status)
+        state.set_topology(topology_id, updated)
+    print(said)
     return 0
 
 
@@ -414,18 +408,11 @@ def rebalance_topology(args: argparse.Namespace) -> int:
         raise UsageError(f"-n/--num-workers must be at least 1, got {args.num_workers}")
     with _cluster(args) as state:
         topology_id, record = _find(state, args.name)
-        wait = args.wait if args.wait is not None else float(record["conf"]["topology.message.timeout.secs"])
-        previous = (record.get("rebalance_status") or "active"
-                    if record["status"] == "rebalancing" else record["status"])
-        workers = args.num_workers or record.get("rebalance_workers") or record["num_workers"]
-        state.set_topology(topology_id, {
-            **record, "status": "rebalancing", "rebalance_wait": wait,
-            "rebalance_status": previous, "rebalance_workers": workers, "rebalance": False,
-            # tells a new request from the one before (compared for equality only)
-            "rebalance_requested": time.time()})
+        updated, said, workers = rebalance_request(args.name, record, args.wait,
+                                                   args.num_workers, time.time())
+        state.set_topology(topology_id, updated)
         overview = read_overview(state, leaving_out=topology_id)  # its own slots are its to reuse
-    print(f"rebalancing {args.name!r} over {workers} workers: deactivated; nimbus "
-          f"reassigns it {wait:g} s after it sees the request, then makes it {previous} again")
+    print(said)
     _warn_if_short_of_slots(overview.slots, workers, args.name)
     _warn_if_few_are_free(overview.free_slots, overview.slots, workers, args.name)
     _warn_without_nimbus(overview.leader is not None)

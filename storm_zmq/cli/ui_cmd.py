@@ -32,13 +32,13 @@ def add_parser(subparsers: Any) -> None:
 
 
 def start_server(source: Any, host: str, port: int,
-                 flags: str = "--host / --port") -> Any:
+                 flags: str = "--host / --port", actions: bool = True) -> Any:
     """A started `MetricsServer`; a port that cannot be bound is a `UsageError`
     naming the settings and the command's `flags` that choose it."""
     from storm_zmq.metrics.ui import MetricsServer
 
     try:
-        server = MetricsServer(source, host, port)
+        server = MetricsServer(source, host, port, actions=actions)
     except OSError as exc:
         raise UsageError(f"cannot serve the UI on {host}:{port}: {exc.strerror or exc} "
                          f"(ui.host / ui.port, {flags})") from None
@@ -65,10 +65,12 @@ def serve_ui(args: argparse.Namespace) -> int:
     logging.getLogger("kazoo").setLevel(logging.WARNING)  # from now on a lost connection is worth a line
     stopping = threading.Event()
     try:
-        server = start_server(ClusterSource(state), host, port)
+        server = start_server(ClusterSource(state), host, port,
+                              actions=bool(conf["ui.actions.enabled"]))
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stopping.set())
-        print(f"storm-zmq UI at {server.url} (Prometheus metrics at {server.url}metrics)",
+        print(f"storm-zmq UI at {server.url} (Prometheus metrics at {server.url}metrics; "
+              f"topology actions {'on' if server.actions else 'off: ui.actions.enabled'})",
               flush=True)
         while not stopping.wait(1.0):  # a timed wait: signals are handled promptly
             pass

@@ -10,8 +10,8 @@
 
 Both answer `topologies()` and `summary(name)`; an unknown name raises
 `UnknownTopology` naming the running ones. `ClusterSource` also answers `cluster()`,
-the cluster's nimbuses, supervisors and slots (storm_zmq.cluster.overview); a local
-run has no cluster. A source may also have `check()`, which
+the cluster's nimbuses, supervisors and slots (storm_zmq.cluster.overview), and takes
+Storm's topology actions (`act`); a local run has no cluster. A source may also have `check()`, which
 raises `SourceUnavailable` at once when it cannot answer now (the UI calls it before
 each read: ZooKeeper down must not make a request wait), and `activity`, what a read
 in progress is doing, for the UI to say what it is waiting for.
@@ -34,6 +34,12 @@ from typing import Any, Protocol
 from storm_zmq.cluster.heartbeat import placed_beats
 from storm_zmq.cluster.logviewer import worker_logs
 from storm_zmq.cluster.overview import ClusterOverview, read_overview
+from storm_zmq.cluster.requests import (
+    ActionRefused,
+    kill_request,
+    rebalance_request,
+    status_request,
+)
 from storm_zmq.metrics.ages import ReportAges
 from storm_zmq.metrics.summary import (
     TopologyLayout,
@@ -44,7 +50,7 @@ from storm_zmq.metrics.summary import (
     summarize,
 )
 
-__all__ = ["ClusterSource", "LocalSource", "MetricsSource", "SourceUnavailable", "UnknownTopology",
+__all__ = ["ACTIONS", "ClusterSource", "LocalSource", "MetricsSource", "SourceUnavailable", "UnknownTopology",
            "layout_from_package", "ui_zookeeper_conf"]
 
 log = logging.getLogger(__name__)
@@ -57,6 +63,8 @@ CACHE_SECS = 0.5
 #: The UI's ZooKeeper client: the longest wait for a connection (ms) (see
 #: `ui_zookeeper_conf`).
 UI_CONNECT_WAIT_MS = 2000
+#: Storm's topology actions, as `ClusterSource.act` takes them.
+ACTIONS = ("activate", "deactivate", "rebalance", "kill")
 
 
 def ui_zookeeper_conf(conf: dict[str, Any]) -> dict[str, Any]:
@@ -209,6 +217,32 @@ class ClusterSource:
             overview = read_overview(self.state, clock=self.clock)
             self._answer()
             return overview
+
+    def act(self, name: str, action: str, *, wait: float | None = None,
+            workers: int | None = None) -> str:
+        """Storm's topology actions (the UI's buttons): record the request as the
+        command line does (storm_zmq.cluster.requests) and say what happens next.
+        `ActionRefused` for what cannot be done, `UnknownTopology` for no such name."""
+        with self._lock:
+            topology_id, record = self._find(name, self._records())
+            now = self.clock()
+            if action == "kill":
+                updated, wait = kill_request(record, wait, now)
+                said = f"killed {name!r}: nimbus removes it {wait:g} s after it sees the kill"
+            elif action in ("activate", "deactivate"):
+                updated, said = status_request(
+                    name, record, "active" if action == "activate" else "inactive")
+            elif action == "rebalance":
+                updated, said, _ = rebalance_request(name, record, wait, workers, now)
+            else:
+                raise ActionRefused(f"no action {action!r} (one of {', '.join(ACTIONS)})")
+            self.state.set_topology(topology_id, updated)
+            self._cache.pop(name, None)
+            # the workers follow a status themselves; a kill or rebalance is nimbus's
+            if action in ("kill", "rebalance") and self.state.leader() is None:
+                said += "; no nimbus is running: nothing happens until one starts"
+            self._answer()
+            return said
 
     def _log_urls(self, topology_id: str, assignment: dict[str, Any]) -> dict[tuple[str, int], str]:
         """(host, port) -> the tail of that worker's log on its supervisor's viewer;

@@ -6,10 +6,21 @@ Routes::
                             the JSON below every second and draws tables and the graph
     /api/topologies         [{"name", "id", "status", "num_workers", "uptime_secs"}]
     /api/topology/<name>    TopologySummary.to_dict() (404 unknown name)
-    /api/cluster            ClusterOverview.to_dict(): nimbuses, supervisors, slots
-                            (404 in a local run, which has no cluster)
+    /api/cluster            ClusterOverview.to_dict(): nimbuses, supervisors, slots,
+                            and "actions", whether this server takes topology
+                            actions (404 in a local run, which has no cluster)
     /metrics                Prometheus text format 0.0.4, every topology (and the
                             cluster's supervisors and slots)
+
+    POST /api/topology/<name>/<action>   Storm's topology actions (cluster mode):
+                            activate, deactivate, rebalance, kill; a JSON body may
+                            give "wait_secs" and (rebalance) "num_workers". Answers
+                            {"message"} or {"error"}: 403 when `actions` is off or
+                            the request lacks the `ACTION_HEADER` (a page of another
+                            site cannot send it without a CORS preflight, which this
+                            server never grants: no cross-site request forgery), 404
+                            for an unknown topology, 409 when the topology cannot
+                            take the action (killed), 400 for a bad body.
 
 The standard library's ThreadingHTTPServer, one thread per connection, bounded: at
 most `MAX_REQUESTS` are served at once, others get 503 at once (a stuck ZooKeeper read
@@ -31,7 +42,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -41,11 +54,12 @@ from importlib import resources
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from storm_zmq.cluster.requests import ActionRefused
 from storm_zmq.metrics import prometheus
 from storm_zmq.metrics.sources import MetricsSource, UnknownTopology
 
-__all__ = ["MAX_CONNECTIONS", "MAX_REQUESTS", "REQUEST_DEADLINE", "MetricsServer",
-           "SourceTimeout"]
+__all__ = ["ACTION_HEADER", "MAX_CONNECTIONS", "MAX_REQUESTS", "REQUEST_DEADLINE",
+           "MetricsServer", "SourceTimeout"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +70,11 @@ MAX_CONNECTIONS = 4 * MAX_REQUESTS
 #: Seconds a request waits for the source's reads before it is answered 503 (well
 #: under Prometheus' default scrape timeout of 10 s).
 REQUEST_DEADLINE = 5.0
+#: The header a topology action must carry (module docstring).
+ACTION_HEADER = "X-Requested-By"
+#: The largest body of an action request, in bytes.
+MAX_ACTION_BODY = 4096
+_ACTION_PATH = re.compile(r"/api/topology/(.+)/(activate|deactivate|rebalance|kill)")
 
 _STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -150,8 +169,10 @@ class MetricsServer(ThreadingHTTPServer):
     request_queue_size = MAX_CONNECTIONS  # the listen backlog (socketserver's is 5)
 
     def __init__(self, source: MetricsSource, host: str = "127.0.0.1", port: int = 8080, *,
-                 deadline: float = REQUEST_DEADLINE) -> None:
+                 deadline: float = REQUEST_DEADLINE, actions: bool = True) -> None:
         self.source = source
+        #: whether the topology actions are taken (ui.actions.enabled)
+        self.actions = actions
         self.reader = _Reader(deadline, lambda: str(getattr(source, "activity",
                                                             "reading the metrics source")))
         self._failing = False  # the last answer from the source was a failure
@@ -232,13 +253,84 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.server._slots.release()
 
+    def do_POST(self) -> None:  # noqa: N802 - stdlib's name
+        if not self.server._slots.acquire(blocking=False):
+            self._send(HTTPStatus.SERVICE_UNAVAILABLE, _json({"error": "busy, try again"}),
+                       "application/json")
+            return
+        try:
+            status, answer = self._act(unquote(urlsplit(self.path).path))
+            self._send(status, _json(answer), "application/json")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            self.server._slots.release()
+
+    def _act(self, path: str) -> tuple[HTTPStatus, dict[str, Any]]:
+        match = _ACTION_PATH.fullmatch(path)
+        act = getattr(self.server.source, "act", None)
+        if match is None:
+            return HTTPStatus.NOT_FOUND, {"error": f"no action at {path}"}
+        if act is None:
+            return HTTPStatus.NOT_FOUND, {"error": "a local run takes no topology actions "
+                                                   "(Ctrl-C stops it)"}
+        if not self.server.actions:
+            return HTTPStatus.FORBIDDEN, {"error": "topology actions are off on this UI "
+                                                   "(ui.actions.enabled: false)"}
+        if self.headers.get(ACTION_HEADER) is None:
+            return HTTPStatus.FORBIDDEN, {"error": f"an action needs the header {ACTION_HEADER} "
+                                                   "(the UI's page sends it)"}
+        name, action = match.groups()
+        try:
+            wait, workers = self._action_body()
+        except ValueError as exc:
+            return HTTPStatus.BAD_REQUEST, {"error": str(exc)}
+        try:
+            check = getattr(self.server.source, "check", None)
+            if check is not None:
+                check()
+            message = self.server.reader.run(
+                lambda: act(name, action, wait=wait, workers=workers))
+        except UnknownTopology as exc:
+            return HTTPStatus.NOT_FOUND, {"error": str(exc)}
+        except ActionRefused as exc:
+            return HTTPStatus.CONFLICT, {"error": str(exc)}
+        except Exception as exc:  # ZooKeeper down: say so; nothing was done
+            log.warning("%s %s: %s", action, name, exc)
+            return HTTPStatus.SERVICE_UNAVAILABLE, {"error": str(exc)}
+        log.info("%s: %s", self.address_string(), message)
+        return HTTPStatus.OK, {"message": message}
+
+    def _action_body(self) -> tuple[float | None, int | None]:
+        """(wait_secs, num_workers) of the request's JSON body, each None if absent."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            raise ValueError("Content-Length is not a number") from None
+        if not 0 <= length <= MAX_ACTION_BODY:
+            raise ValueError(f"a body of at most {MAX_ACTION_BODY} bytes, got {length}")
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"the body is not JSON: {exc}") from None
+        if not isinstance(body, dict) or set(body) - {"wait_secs", "num_workers"}:
+            raise ValueError('the body is a JSON object with "wait_secs" and/or "num_workers"')
+        wait, workers = body.get("wait_secs"), body.get("num_workers")
+        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int | float)
+                                 or not math.isfinite(wait) or wait < 0):
+            raise ValueError(f"wait_secs must be a number of seconds >= 0, got {wait!r}")
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                    or workers < 1):
+            raise ValueError(f"num_workers must be an integer >= 1, got {workers!r}")
+        return (None if wait is None else float(wait)), workers
+
     def _route(self, path: str) -> None:
         source = self.server.source
         if path in _STATIC:
             name, content_type = _STATIC[path]
             self._send(HTTPStatus.OK, _static(name), content_type)
             return
-        produce = _producer(source, path)
+        produce = _producer(source, path, self.server.actions)
         if produce is None:
             missing = "a local run has no cluster" if path == "/api/cluster" else f"no page {path}"
             self._send(HTTPStatus.NOT_FOUND, _json({"error": missing}),
@@ -273,15 +365,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-def _producer(source: MetricsSource, path: str) -> Callable[[], tuple[bytes, str]] | None:
-    """What reads the source for `path`, giving (body, content type); None: no such page."""
+def _producer(source: MetricsSource, path: str,
+              actions: bool) -> Callable[[], tuple[bytes, str]] | None:
+    """What reads the source for `path`, giving (body, content type); None: no such page.
+    `actions`: whether this server takes topology actions (the page shows its buttons)."""
     if path == "/api/topologies":
         return lambda: (_json(source.topologies()), "application/json")
     if path == "/api/cluster":
         cluster = getattr(source, "cluster", None)
         if cluster is None:
             return None
-        return lambda: (_json(cluster().to_dict()), "application/json")
+        return lambda: (_json({**cluster().to_dict(), "actions": actions}), "application/json")
     if path.startswith("/api/topology/"):
         name = unquote(path[len("/api/topology/"):])
         return lambda: (_json(source.summary(name).to_dict()), "application/json")

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -46,19 +47,53 @@ def test_the_ui_serves_the_cluster_and_stops_on_sigterm(tmp_path: Path, zk_conf:
     try:
         line = process.stdout.readline()  # type: ignore[union-attr]
         assert line == f"storm-zmq UI at http://127.0.0.1:{port}/ (Prometheus metrics at " \
-            f"http://127.0.0.1:{port}/metrics)\n", process.stderr.read()  # type: ignore[union-attr]
+            f"http://127.0.0.1:{port}/metrics; topology actions on)\n", \
+            process.stderr.read()  # type: ignore[union-attr]
         url = f"http://127.0.0.1:{port}/"
         assert [row["name"] for row in fetch(url + "api/topologies")] == ["t"]
         summary = fetch(url + "api/topology/t")
         assert summary["components"][0]["emitted"] == 77 and summary["id"] == "t-1"
         assert 'storm_zmq_component_emitted_total{topology="t",component="s",kind="spout",' \
             'host="127.0.0.1",port="6700",worker="0"} 77' in fetch(url + "metrics")
+
+        # Storm's topology actions, as the page's buttons send them
+        assert post(url + "api/topology/t/deactivate", header=False) == (403, {
+            "error": "an action needs the header X-Requested-By (the UI's page sends it)"})
+        assert state.get_topology("t-1")["status"] == "active"  # nothing done
+        assert post(url + "api/topology/t/deactivate") == (200, {"message": "'t' is inactive"})
+        assert state.get_topology("t-1")["status"] == "inactive"
+        status, answer = post(url + "api/topology/t/rebalance", {"num_workers": 2, "wait_secs": 1})
+        assert status == 200 and answer["message"].startswith(
+            "rebalancing 't' over 2 workers: deactivated; nimbus reassigns it 1 s after")
+        assert answer["message"].endswith("; no nimbus is running: nothing happens until one starts")
+        record = state.get_topology("t-1")
+        assert (record["status"], record["rebalance_wait"], record["rebalance_workers"],
+                record["rebalance_status"]) == ("rebalancing", 1, 2, "inactive")
+        assert post(url + "api/topology/nope/kill")[0] == 404
+        assert post(url + "api/topology/t/rebalance", {"num_workers": 0}) == (400, {
+            "error": "num_workers must be an integer >= 1, got 0"})
+        assert post(url + "api/topology/t/kill", {"wait_secs": 5})[0] == 200
+        assert state.get_topology("t-1")["kill_wait"] == 5
+        assert post(url + "api/topology/t/activate") == (409, {
+            "error": "topology 't' was killed and is being removed"})
         process.send_signal(signal.SIGTERM)
         assert process.wait(15) == 0
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def post(url: str, body: dict[str, Any] | None = None,
+         header: bool = True) -> tuple[int, dict[str, Any]]:
+    headers = {"Content-Type": "application/json", **({"X-Requested-By": "test"} if header else {})}
+    request = urllib.request.Request(url, data=json.dumps(body or {}).encode(), headers=headers,
+                                     method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
 
 
 def test_a_busy_port_is_one_line(tmp_path: Path, zk_conf: dict[str, Any]) -> None:

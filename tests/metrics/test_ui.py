@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -304,7 +305,9 @@ def test_run_with_ui_serves_the_local_run(tmp_path: Path) -> None:
         assert [c["name"] for c in data["components"]] == ["sentences", "split", "count", ACKER]
         assert data["totals"]["workers_reporting"] == 2
         before = json.loads(get(api)[2])
-        page = PageValues(dump_dom(url, 1500))
+        html = dump_dom(url, 1500)
+        page = PageValues(html)
+        assert '<div id="actions" hidden="">' in html  # a local run takes no actions
         after = json.loads(get(api)[2])
         compare_counters(before, page, after)
         assert page.edges == ["sentences->split", "split->count"]
@@ -387,7 +390,8 @@ def test_the_cluster_ui_shows_what_stats_prints(cluster: Cluster) -> None:
 
     url = wait_for(lambda: next((line.split()[3] for line in cluster.log("ui").splitlines()
                                  if line.startswith("storm-zmq UI at ")), None), "the UI")
-    page = PageValues(dump_dom(url + "?topology=ClusterIds", 2500))
+    html = dump_dom(url + "?topology=ClusterIds", 2500)
+    page = PageValues(html)
     after = stats_json(cluster)
     assert counters(after) == counters(before), "the topology moved on: cannot compare"
     assert page.body["data-error"] == "" and int(page.body["data-refreshes"]) >= 1
@@ -437,6 +441,8 @@ def test_the_cluster_ui_shows_what_stats_prints(cluster: Cluster) -> None:
              for line in metrics.splitlines() if line.startswith("storm_zmq_supervisor_slots{")}
     assert slots == {"used": 2, "free": data["free_slots"]}
     assert "storm_zmq_cluster_leader 1" in metrics.splitlines()
+    # Storm's topology actions: the page shows their buttons (POSTs: test_ui_cmd.py)
+    assert re.search(r'<div id="actions">\s*<button type="button" data-action="activate">', html)
 
 
 def timed_get(url: str) -> tuple[int, Any, float]:
@@ -482,3 +488,52 @@ def test_the_cluster_ui_answers_at_once_while_zookeeper_is_down(
                  timeout=30)
     assert timed_get(url + "api/topologies")[1][0]["name"] == "ids"
     assert "serving" in cluster.log("ui") and "Traceback" not in cluster.log("ui")
+
+
+def post(url: str, body: bytes = b"{}", headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    request = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"X-Requested-By": "test", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+class ActingSource:
+    """Takes every action (the real one, over ZooKeeper: tests/cli/test_ui_cmd.py)."""
+
+    def __init__(self) -> None:
+        self.done: list[tuple[str, str, Any, Any]] = []
+
+    def act(self, name: str, action: str, *, wait: Any = None, workers: Any = None) -> str:
+        self.done.append((name, action, wait, workers))
+        return "done"
+
+
+def test_actions_are_refused_when_off_in_a_local_run_and_for_a_bad_body() -> None:
+    with MetricsServer(fixed_source(), "127.0.0.1", 0) as local:
+        assert post(local.url + "api/topology/wc/kill") == (
+            404, {"error": "a local run takes no topology actions (Ctrl-C stops it)"})
+    source = ActingSource()
+    with MetricsServer(source, "127.0.0.1", 0, actions=False) as off:  # type: ignore[arg-type]
+        assert post(off.url + "api/topology/wc/kill") == (
+            403, {"error": "topology actions are off on this UI (ui.actions.enabled: false)"})
+    with MetricsServer(source, "127.0.0.1", 0) as on:  # type: ignore[arg-type]
+        url = on.url + "api/topology/a%2Fb/rebalance"  # a name is taken as it is, unquoted
+        for body, error in [
+            (b"[]", 'the body is a JSON object with "wait_secs" and/or "num_workers"'),
+            (b'{"workers": 2}', 'the body is a JSON object with "wait_secs" and/or "num_workers"'),
+            (b"{", "the body is not JSON: "),
+            (b'{"wait_secs": -1}', "wait_secs must be a number of seconds >= 0, got -1"),
+            (b'{"wait_secs": true}', "wait_secs must be a number of seconds >= 0, got True"),
+            (b'{"num_workers": 1.5}', "num_workers must be an integer >= 1, got 1.5"),
+            (b"x" * 5000, "a body of at most 4096 bytes, got 5000"),
+        ]:
+            status, answer = post(url, body)
+            assert status == 400 and answer["error"].startswith(error), (body, answer)
+        assert post(on.url + "api/topology/wc/explode")[0] == 404
+        assert source.done == []
+        assert post(url, b'{"wait_secs": 2, "num_workers": 3}') == (200, {"message": "done"})
+        assert post(on.url + "api/topology/wc/kill", b"") == (200, {"message": "done"})
+        assert source.done == [("a/b", "rebalance", 2.0, 3), ("wc", "kill", None, None)]

@@ -86,6 +86,8 @@ function renderTopologies(rows, current) {
 
 // null once /api/cluster has said 404: a local run, which has no cluster
 let clusterUrl = "api/cluster";
+// whether the server takes Storm's topology actions (cluster mode, ui.actions.enabled)
+let actionsOn = false;
 
 async function refreshCluster() {
   if (!clusterUrl) return;
@@ -135,6 +137,60 @@ function renderCluster(cluster) {
     tbody.append(el("tr", {}, "no supervisor is registered: start one with storm-zmq supervisor"));
   }
   document.getElementById("cluster-section").hidden = false;
+  actionsOn = Boolean(cluster.actions);
+}
+
+// Storm's topology actions: what to ask before each, and the JSON body it sends
+const ACTIONS = {
+  activate: () => ({}),
+  deactivate: () => ({}),
+  rebalance: () => {
+    const wait = window.prompt("Rebalance: seconds to wait after deactivating (empty: the message timeout)", "");
+    if (wait === null) return null;
+    const workers = window.prompt("Rebalance: number of workers (empty: as now)", "");
+    if (workers === null) return null;
+    const body = {};
+    if (wait.trim()) body.wait_secs = Number(wait);
+    if (workers.trim()) body.num_workers = Number(workers);
+    return body;
+  },
+  kill: () => {
+    const wait = window.prompt("Kill: seconds to wait after deactivating (empty: the message timeout)", "");
+    if (wait === null) return null;
+    return wait.trim() ? { wait_secs: Number(wait) } : {};
+  },
+};
+
+async function act(name, action) {
+  if (action !== "kill" && action !== "rebalance" && !window.confirm(action + " " + name + "?")) return;
+  const body = ACTIONS[action]();
+  if (body === null) return;
+  try {
+    // the header a page of another site cannot send: the server refuses actions without it
+    const response = await fetch("api/topology/" + encodeURIComponent(name) + "/" + action, {
+      method: "POST", cache: "no-store", body: JSON.stringify(body),
+      headers: { "Content-Type": "application/json", "X-Requested-By": "storm-zmq-ui" },
+    });
+    const answer = await response.json();
+    showActionResult(answer.message || answer.error || response.statusText, !response.ok);
+  } catch (err) {
+    showActionResult(String(err.message || err), true);
+  }
+}
+
+// kept until the next action (the status line is the refreshes')
+function showActionResult(text, isError) {
+  const result = document.getElementById("action-result");
+  result.textContent = text;
+  result.className = "status" + (isError ? " error" : "");
+}
+
+function renderActions(summary) {
+  const box = document.getElementById("actions");
+  box.hidden = !actionsOn || summary.status === "killed";
+  for (const button of box.querySelectorAll("button[data-action]")) {
+    button.onclick = () => act(summary.name, button.getAttribute("data-action"));
+  }
 }
 
 function renderTotals(summary) {
@@ -283,6 +339,7 @@ async function refresh() {
       document.getElementById("topology-title").textContent =
         summary.name + (summary.id ? " (" + summary.id + ")" : "");
       main.setAttribute("data-topology", summary.name);
+      renderActions(summary);
       renderTotals(summary);
       renderGraph(summary);
       renderComponents(summary);
