@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
-from storm_zmq.metrics.summary import COUNTERS
+
+#: The counters -w may watch (storm_zmq.metrics.summary.COUNTERS that users read).
+WATCHED = ("emitted", "transferred", "executed", "acked", "failed")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -30,9 +31,9 @@ def add_parser(subparsers: Any) -> None:
                         help="seconds between lines (default 4, as Storm's)")
     parser.add_argument("-m", "--component", action="append", default=[], metavar="COMPONENT",
                         help="only this component (repeatable; default: all but the acker)")
-    parser.add_argument("-w", "--watch", choices=COUNTERS[:5], default="emitted",
+    parser.add_argument("-w", "--watch", choices=WATCHED, default="emitted",
                         help="the counter to watch (default: emitted, as Storm's)")
-    parser.add_argument("-n", "--rounds", type=int, default=0, metavar="N",
+    parser.add_argument("-n", "--rounds", type=_rounds, default=0, metavar="N",
                         help="stop after N lines of rates (default: until Ctrl-C)")
     add_config_arguments(parser)
     parser.set_defaults(func=monitor_topology)
@@ -48,8 +49,17 @@ def _positive(text: str) -> float:
     return value
 
 
-def monitor_topology(args: argparse.Namespace, *,
-                     sleep: Callable[[float], None] = time.sleep) -> int:
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of lines >= 0, got {text!r}")
+    return value
+
+
+def monitor_topology(args: argparse.Namespace) -> int:
     from storm_zmq.cli.cluster_cmd import quiet_kazoo
     from storm_zmq.cluster.state import ClusterState, ClusterStateError
     from storm_zmq.metrics.sources import ClusterSource, UnknownTopology
@@ -95,7 +105,7 @@ def monitor_topology(args: argparse.Namespace, *,
                 rounds += 1
                 if rounds == args.rounds:
                     return 0
-            sleep(args.interval)
+            time.sleep(args.interval)
     except ClusterStateError as exc:
         raise UsageError(str(exc)) from None
     finally:

@@ -56,7 +56,7 @@ from urllib.parse import unquote, urlsplit
 
 from storm_zmq.cluster.requests import ActionRefused
 from storm_zmq.metrics import prometheus
-from storm_zmq.metrics.sources import MetricsSource, UnknownTopology
+from storm_zmq.metrics.sources import ACTIONS, MetricsSource, UnknownTopology
 
 __all__ = ["ACTION_HEADER", "MAX_CONNECTIONS", "MAX_REQUESTS", "REQUEST_DEADLINE",
            "MetricsServer", "SourceTimeout"]
@@ -74,7 +74,7 @@ REQUEST_DEADLINE = 5.0
 ACTION_HEADER = "X-Requested-By"
 #: The largest body of an action request, in bytes.
 MAX_ACTION_BODY = 4096
-_ACTION_PATH = re.compile(r"/api/topology/(.+)/(activate|deactivate|rebalance|kill)")
+_ACTION_PATH = re.compile(rf"/api/topology/(.+)/({'|'.join(ACTIONS)})")
 
 _STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
