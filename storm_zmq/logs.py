@@ -107,9 +107,12 @@ class StreamRecords:
         return self._records(data)
 
     def _open_traceback(self, data: str) -> bool:
+        """A traceback whose exception line has not come: every line after its
+        header is indented (an exception message may go on with indented lines,
+        which must not keep it open)."""
         lines = [line for line in data.splitlines() if line.strip()]
-        return bool(lines) and lines[0].startswith(self.TRACEBACK) and (
-            len(lines) == 1 or lines[-1][:1].isspace())
+        return bool(lines) and lines[0].startswith(self.TRACEBACK) and all(
+            line[:1].isspace() for line in lines[1:])
 
     @staticmethod
     def _records(data: str) -> list[str]:

@@ -34,7 +34,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _locked(name: str, operation: int) -> Iterator[IO[str]]:
     """`flock` on a file every pytest process of the suite shares (and of a
     suite run beside it from another clone, which is just as well)."""
-    path = Path(tempfile.gettempdir()) / f"storm-zmq-tests.{name}.lock"
+    path = Path(tempfile.gettempdir()) / f"storm-zmq-tests-{os.getuid()}.{name}.lock"
     with open(path, "a") as lock:
         fcntl.flock(lock, operation)
         try:

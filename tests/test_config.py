@@ -144,6 +144,7 @@ def test_defaults_are_storms_names_and_values() -> None:
         "logviewer.port": 8000,
         "ui.host": "127.0.0.1",
         "ui.port": 8080,
+        "ui.actions.enabled": True,
         "worker.heartbeat.frequency.secs": 1,
         "topology.workers": 1,
         "topology.acker.executors": None,

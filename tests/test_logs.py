@@ -148,6 +148,11 @@ def test_a_traceback_is_held_until_its_exception_line() -> None:
     assert records.feed("Traceback (most recent call last):\n  File \"y\"\n") == []
     assert records.feed("TypeError: worse\n") == [
         'Traceback (most recent call last):\n  File "y"\nTypeError: worse']
+    # a message that goes on with indented lines (pydantic's) ends it all the same
+    assert records.feed("Traceback (most recent call last):\n  File \"z\"\n") == []
+    assert records.feed("ValueError: 1 error\n  Input should be a number\n") == [
+        'Traceback (most recent call last):\n  File "z"\nValueError: 1 error\n'
+        "  Input should be a number"]
 
 
 def test_what_is_held_is_bounded() -> None:

@@ -13,16 +13,23 @@ import argparse
 import contextlib
 import json
 import logging
-import math
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
 from storm_zmq.cluster.overview import ClusterOverview, read_overview
-from storm_zmq.cluster.requests import kill_request, rebalance_request, status_request
+from storm_zmq.cluster.requests import (
+    NO_NIMBUS,
+    ActionRefused,
+    Outcome,
+    kill_request,
+    rebalance_request,
+    seconds,
+    status_request,
+)
 from storm_zmq.config import ConfigError, parse_override, validate_topology_conf
 from storm_zmq.metrics.summary import TopologyLayout
 
@@ -30,12 +37,9 @@ from storm_zmq.metrics.summary import TopologyLayout
 def _seconds(text: str) -> float:
     """An argparse type: a finite number of seconds, at least 0."""
     try:
-        value = float(text)
+        return seconds(text, "")
     except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
-    return value
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}") from None
 
 
 def add_parser(subparsers: Any) -> None:
@@ -172,7 +176,6 @@ def run_supervisor(args: argparse.Namespace) -> int:
 
 #: What kill, rebalance and submit add when no nimbus leads: they only record a
 #: request in ZooKeeper, which the leading nimbus carries out.
-NO_NIMBUS = "warning: no nimbus is running; nothing happens until one starts"
 
 
 def _nimbus_leads(state: Any) -> bool:
@@ -182,7 +185,7 @@ def _nimbus_leads(state: Any) -> bool:
 
 def _warn_without_nimbus(leads: bool) -> None:
     if not leads:
-        print(NO_NIMBUS, file=sys.stderr)
+        print(f"warning: {NO_NIMBUS}", file=sys.stderr)
 
 
 def _warn_if_few_are_free(free: int, slots: int, workers: int, name: str) -> None:
@@ -373,28 +376,40 @@ def submit_topology(args: argparse.Namespace) -> int:
     return 0
 
 
+def _update(state: Any, topology_id: str, name: str,
+            change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> dict[str, Any]:
+    """`state.update_topology` (compare-and-set: nimbus may write the record at the
+    same time), with what cannot be done as one error line."""
+    try:
+        written = state.update_topology(topology_id, change)
+    except ActionRefused as exc:
+        raise UsageError(str(exc)) from None
+    if written is None:
+        raise UsageError(f"topology {name!r} was removed meanwhile (see storm-zmq list)")
+    return written
+
+
 def kill_topology(args: argparse.Namespace) -> int:
+    outcome, now = Outcome(), time.time()
     with _cluster(args) as state:
         # A killed topology may be killed again, as in Storm: the new wait replaces
         # the old one (`-w 0` removes a draining topology at nimbus's next round).
-        topology_id, record = _find(state, args.name, killed_too=True)
-        again = record["status"] == "killed"
-        killed, wait = kill_request(record, args.wait, time.time())
-        state.set_topology(topology_id, killed)
+        topology_id, _ = _find(state, args.name, killed_too=True)
+        _update(state, topology_id, args.name,
+                lambda r: kill_request(args.name, topology_id, r, args.wait, now, outcome))
         leads = _nimbus_leads(state)
-    what = "killed again" if again else "killed"
-    print(f"{what} {args.name!r} ({topology_id}): deactivated; nimbus removes it {wait:g} s "
-          "after it sees the kill")
+    print(outcome.message)
     _warn_without_nimbus(leads)
     return 0
 
 
 def set_status(args: argparse.Namespace) -> int:
+    outcome = Outcome()
     with _cluster(args) as state:
-        topology_id, record = _find(state, args.name)
-        updated, said = status_request(args.name, record, args.status)
-        state.set_topology(topology_id, updated)
-    print(said)
+        topology_id, _ = _find(state, args.name)
+        _update(state, topology_id, args.name,
+                lambda r: status_request(args.name, r, args.status, outcome))
+    print(outcome.message)
     return 0
 
 
@@ -406,15 +421,15 @@ def rebalance_topology(args: argparse.Namespace) -> int:
     that request and keeps the status from before it."""
     if args.num_workers is not None and args.num_workers < 1:
         raise UsageError(f"-n/--num-workers must be at least 1, got {args.num_workers}")
+    outcome, now = Outcome(), time.time()
     with _cluster(args) as state:
-        topology_id, record = _find(state, args.name)
-        updated, said, workers = rebalance_request(args.name, record, args.wait,
-                                                   args.num_workers, time.time())
-        state.set_topology(topology_id, updated)
+        topology_id, _ = _find(state, args.name)
+        _update(state, topology_id, args.name, lambda r: rebalance_request(
+            args.name, r, args.wait, args.num_workers, now, outcome))
         overview = read_overview(state, leaving_out=topology_id)  # its own slots are its to reuse
-    print(said)
-    _warn_if_short_of_slots(overview.slots, workers, args.name)
-    _warn_if_few_are_free(overview.free_slots, overview.slots, workers, args.name)
+    print(outcome.message)
+    _warn_if_short_of_slots(overview.slots, outcome.workers, args.name)
+    _warn_if_few_are_free(overview.free_slots, overview.slots, outcome.workers, args.name)
     _warn_without_nimbus(overview.leader is not None)
     return 0
 
@@ -431,18 +446,24 @@ def set_log_level(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"-l {exc}") from None
     now = time.time()
-    with _cluster(args) as state:
-        topology_id, record = _find(state, args.name)
-        levels = {name: request for name, request in (record.get("log_levels") or {}).items()
+
+    def change(record: dict[str, Any]) -> dict[str, Any]:
+        before = record.get("log_levels")
+        levels = {name: request for name, request in
+                  (before.items() if isinstance(before, dict) else ())
                   # a timed request long over is dropped (its workers are done with it)
                   if not _ended(request, now) and name not in args.reset}
-        for logger, level, seconds in requests:
+        for logger, level, secs in requests:
             # "requested" also tells this request from the next one for the logger
-            levels[logger] = {"level": level, "timeout_secs": seconds, "requested": now}
-        state.set_topology(topology_id, {**record, "log_levels": levels})
-    for logger, level, seconds in requests:
+            levels[logger] = {"level": level, "timeout_secs": secs, "requested": now}
+        return {**record, "log_levels": levels}
+
+    with _cluster(args) as state:
+        topology_id, _ = _find(state, args.name)
+        _update(state, topology_id, args.name, change)
+    for logger, level, secs in requests:
         print(f"{args.name!r}: logger {logger} at {level} "
-              + (f"for {seconds:g} s" if seconds else "until reset"))
+              + (f"for {secs:g} s" if secs else "until reset"))
     for logger in args.reset:
         print(f"{args.name!r}: logger {logger} back to the level it had")
     return 0

@@ -34,19 +34,19 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("-w", "--watch", choices=WATCHED, default="emitted",
                         help="the counter to watch (default: emitted, as Storm's)")
     parser.add_argument("-n", "--rounds", type=_rounds, default=0, metavar="N",
-                        help="stop after N lines of rates (default: until Ctrl-C)")
+                        help="stop after N rounds, a line per component each (default: "
+                             "until Ctrl-C)")
     add_config_arguments(parser)
     parser.set_defaults(func=monitor_topology)
 
 
 def _positive(text: str) -> float:
+    from storm_zmq.cluster.requests import seconds
+
     try:
-        value = float(text)
+        return seconds(text, "", positive=True)
     except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
-    return value
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}") from None
 
 
 def _rounds(text: str) -> int:
@@ -75,6 +75,7 @@ def monitor_topology(args: argparse.Namespace) -> int:
     source = ClusterSource(state, cache_secs=0.0)
     rounds = 0
     seen = False  # the topology, once: later, its absence means it was removed
+    said_waiting = False
     try:
         while True:
             try:
@@ -91,6 +92,10 @@ def monitor_topology(args: argparse.Namespace) -> int:
                 raise UsageError(f"topology {args.name} has no component "
                                  f"{', '.join(map(repr, missing))} (it has "
                                  f"{', '.join(sorted(known)) or 'none'})")
+            if not summary.totals()["workers_reporting"] and not said_waiting:
+                print(f"no worker of {args.name!r} reports yet (not assigned, or starting); "
+                      "waiting", file=sys.stderr, flush=True)
+                said_waiting = True
             rows = throughput.update(summary)
             if any(row.rate is not None for row in rows):
                 if rounds == 0:

@@ -8,7 +8,8 @@ log, burying the few that say what happened. `RepeatedWarnings` lets the first o
 each kind through and then one per `interval`, saying how many it held back (the
 kind is the message's template: the same warning with other arguments is the same
 kind). Errors always pass. Installed on kazoo's logger by `quiet_repeated_warnings`,
-once per process, whoever starts a `ClusterState`.
+once per process, whoever starts a `ClusterState`, which says what was held back
+when its session is connected again (`flush`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Callable
 
 from storm_zmq.runtime.error_throttle import ErrorThrottle
 
-__all__ = ["KAZOO_LOGGER", "RepeatedWarnings", "quiet_repeated_warnings"]
+__all__ = ["KAZOO_LOGGER", "PER_ATTEMPT_INFO", "RepeatedWarnings", "quiet_repeated_warnings"]
 
 #: The logger kazoo's client and connection log to (KazooClient's default).
 KAZOO_LOGGER = "kazoo.client"
@@ -29,11 +30,16 @@ KAZOO_LOGGER = "kazoo.client"
 INTERVAL = 60.0
 #: Kinds remembered at most (the least recently seen is forgotten first).
 MAX_KINDS = 64
+#: kazoo's INFO records of each attempt to connect, throttled with its warnings;
+#: its other INFO records (a connection established, a session closed) say what
+#: happened, once each, and always pass.
+PER_ATTEMPT_INFO = ("Connecting to %s(%s):%s, use_ssl: %r",)
 
 
 class RepeatedWarnings(logging.Filter):
-    """At most one record of each kind of warning (or lower) per `interval`
-    seconds; the one let through after others were held back says how many."""
+    """At most one record of each kind of warning (and of `PER_ATTEMPT_INFO`) per
+    `interval` seconds; the one let through after others were held back says how
+    many."""
 
     def __init__(self, interval: float = INTERVAL, *,
                  clock: Callable[[], float] = time.monotonic, max_kinds: int = MAX_KINDS) -> None:
@@ -45,9 +51,9 @@ class RepeatedWarnings(logging.Filter):
         self._lock = threading.Lock()  # several kazoo clients may log at once
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno > logging.WARNING:
-            return True
         kind = record.msg if isinstance(record.msg, str) else type(record.msg).__name__
+        if record.levelno != logging.WARNING and kind not in PER_ATTEMPT_INFO:
+            return True
         with self._lock:
             throttle = self._kinds.get(kind)
             if throttle is None:
@@ -64,6 +70,18 @@ class RepeatedWarnings(logging.Filter):
                           f"since the last one logged; one a {self.interval:g} s is logged)")
             record.args = None
         return True
+
+
+    def flush(self) -> dict[str, int]:
+        """Forget every kind, returning those with records held back since the last
+        one logged (template -> how many): said when ZooKeeper is back, so that the
+        count belongs to the outage it was about, and the next outage's first
+        warning is logged again."""
+        with self._lock:
+            held = {kind: throttle.held for kind, throttle in self._kinds.items()
+                    if throttle.held}
+            self._kinds.clear()
+        return held
 
 
 def quiet_repeated_warnings(logger_name: str = KAZOO_LOGGER) -> RepeatedWarnings:

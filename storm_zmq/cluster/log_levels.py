@@ -2,14 +2,16 @@
 
 ``storm-zmq set_log_level NAME -l LOGGER=LEVEL[:SECS] -r LOGGER`` stores requests in
 the topology's record (``log_levels``: logger -> level, timeout, and a marker that
-tells one request from the next). Every worker reads the record at each heartbeat,
-and `LogLevels` (pure) says which of its loggers to set to what: a new request is
-applied and the logger's own level kept; once its timeout has passed (counted by
-the worker from when it first saw the request, so that hosts' clocks never
-matter), or once the request is removed (``-r``), the kept level is put back. A
-request whose time is up stays done until another request for that logger comes.
+tells one request from the next, the requester's `time.time()`). Every worker reads
+the record at each heartbeat, and `LogLevels` (pure) says which of its loggers to
+set to what: a new request is applied and the logger's own level kept; once its
+timeout has passed, or once the request is removed (``-r``), the kept level is put
+back. A request whose time is up stays done until another request for that logger
+comes. The timeout is counted by the worker's monotonic clock from when it first
+saw the request, and ends no later than the request time plus the timeout by its
+wall clock, as Storm's does: a worker started (or restarted by a rebalance) after
+the request applies only what is left of it, none once it is over.
 ``ROOT`` is the root logger; levels are Storm's (log4j's) names or Python's.
-A worker started after a timed request was made applies it for its whole timeout.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from storm_zmq.cluster.requests import seconds
 
 __all__ = ["LEVELS", "ROOT", "LevelChange", "LogLevels", "parse_request", "python_logger"]
 
@@ -45,13 +49,10 @@ def parse_request(spec: str) -> tuple[str, str, float]:
     if level not in LEVELS:
         raise ValueError(f"{spec!r}: unknown level {level!r} (one of {', '.join(LEVELS)})")
     try:
-        seconds = float(timeout) if timeout.strip() else 0.0
-    except ValueError:
-        seconds = -1.0
-    if not 0 <= seconds < float("inf"):
-        raise ValueError(f"{spec!r}: the timeout must be a number of seconds >= 0 "
-                         f"(0: until reset), got {timeout!r}")
-    return logger.strip(), level, seconds
+        secs = seconds(timeout, "the timeout") if timeout.strip() else 0.0
+    except ValueError as exc:
+        raise ValueError(f"{spec!r}: {exc} (0: until reset)") from None
+    return logger.strip(), level, secs
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,11 @@ class LogLevels:
         self._kept: dict[str, int] = {}  # logger -> its own level before the first request
         self._done: dict[str, Any] = {}  # logger -> marker of a request whose time is up
 
-    def update(self, requests: Mapping[str, Any], now: float,
-               own_level: Callable[[str], int]) -> list[LevelChange]:
+    def update(self, requests: Mapping[str, Any], now: float, own_level: Callable[[str], int],
+               wall: float | None = None) -> list[LevelChange]:
         """The changes to make given the record's `requests` at `now` (a monotonic
-        clock); `own_level(logger)` is a logger's own level now."""
+        clock) and `wall` (`time.time()`, None: not known); `own_level(logger)` is a
+        logger's own level now."""
         changes = []
         wanted = {name: r for name, r in requests.items()
                   if isinstance(r, Mapping) and str(r.get("level", "")).upper() in LEVELS}
@@ -91,8 +93,14 @@ class LogLevels:
                 continue
             timeout = request.get("timeout_secs") or 0
             timeout = float(timeout) if isinstance(timeout, int | float) and timeout > 0 else 0.0
+            left = timeout
+            if timeout and wall is not None and isinstance(marker, int | float):
+                left = min(timeout, marker + timeout - wall)
+                if left <= 0:  # over before this worker saw it
+                    self._done[name] = marker
+                    continue
             self._kept.setdefault(name, own_level(name))
-            self._applied[name] = (marker, now + timeout if timeout else None)
+            self._applied[name] = (marker, now + left if timeout else None)
             level = str(request["level"]).upper()
             changes.append(LevelChange(name, LEVELS[level], f"{level} for {timeout:g} s"
                                        if timeout else f"{level} until reset"))

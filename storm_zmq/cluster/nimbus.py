@@ -245,8 +245,15 @@ class Nimbus:
             self._rebalances.observe(topology_id, (wait, record.get("rebalance_requested")), now)
             rebalancing.add(topology_id)
             if self._rebalances.age(topology_id, now) >= wait:
-                record = end_rebalance_wait(record)
-                self.state.set_topology(topology_id, record)
+                marker = record.get("rebalance_requested")
+                # compare-and-set: a kill, a new request or a set_log_level written
+                # since this round read the record is kept (the next round sees it)
+                written = self.state.update_topology(topology_id, lambda r: (
+                    end_rebalance_wait(r) if r.get("status") == "rebalancing"
+                    and r.get("rebalance_requested") == marker else None))
+                if written is None or not written.get("rebalance"):
+                    return used
+                record = written
                 log.info("rebalancing %s over %d workers; then %s", topology_id,
                          record["num_workers"], record["status"])
         if current is None or record.get("rebalance"):
@@ -255,7 +262,8 @@ class Nimbus:
             if created is not None:
                 used = (used - own) | set(created)
                 if record.get("rebalance"):
-                    self.state.set_topology(topology_id, {**record, "rebalance": False})
+                    self.state.update_topology(topology_id, lambda r: (
+                        {**r, "rebalance": False} if r.get("rebalance") else None))
                 return used
             if current is None:
                 return used

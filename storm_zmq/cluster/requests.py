@@ -1,24 +1,54 @@
-"""What Storm's topology actions write into a topology's record. Pure.
+"""What Storm's topology actions write into a topology's record, and say. Pure.
 
 `kill`, `activate`, `deactivate` and `rebalance` only record a request; the leading
 nimbus carries it out (a kill's or rebalance's wait counted by its own clock) and
 the workers follow the record's status. The command line (storm_zmq.cli.cluster_cmd)
-and the web UI's buttons (storm_zmq.metrics.ui) both make their records here, so the
-two can never do a thing differently.
+and the web UI's buttons (storm_zmq.metrics.ui) both make their records and their
+messages here, so that the two never do or say a thing differently. Each function
+is a `change` for `ClusterState.update_topology`: it may run again on a record
+another writer changed meanwhile.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from storm_zmq.config import DEFAULTS
 
-__all__ = ["ActionRefused", "kill_request", "rebalance_request", "status_request"]
+__all__ = ["NO_NIMBUS", "ActionRefused", "Outcome", "kill_request", "rebalance_request",
+           "seconds", "status_request"]
+
+#: Said after a request that only a leading nimbus carries out, when none leads.
+NO_NIMBUS = "no nimbus is running; nothing happens until one starts"
 
 
 class ActionRefused(ValueError):
     """The action cannot be taken on this topology now; the message says why."""
+
+
+@dataclass
+class Outcome:
+    """What a change made: filled in by the last run of the change (the one whose
+    record was written)."""
+
+    message: str = ""
+    workers: int = 0
+
+
+def seconds(value: Any, what: str, *, positive: bool = False) -> float:
+    """`value` (a number or its text) as seconds: finite and >= 0 (> 0 with
+    `positive`); ValueError naming `what` otherwise."""
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number) or number < 0 or (positive and number == 0):
+        raise ValueError(f"{what} must be a number of seconds {'>' if positive else '>='} 0, "
+                         f"got {value!r}")
+    return number
 
 
 def _message_timeout(record: Mapping[str, Any]) -> float:
@@ -33,51 +63,53 @@ def _live(name: str, record: Mapping[str, Any]) -> None:
         raise ActionRefused(f"topology {name!r} was killed and is being removed")
 
 
-def kill_request(record: Mapping[str, Any], wait: float | None,
-                 now: float) -> tuple[dict[str, Any], float]:
-    """The record of a killed topology, and the wait it got: `wait` seconds, or the
-    topology's message timeout. A killed topology may be killed again, as in Storm:
-    the new wait replaces the old one."""
-    if wait is None:
-        wait = _message_timeout(record)
+def kill_request(name: str, topology_id: str, record: Mapping[str, Any], wait: float | None,
+                 now: float, outcome: Outcome) -> dict[str, Any]:
+    """The record of a killed topology: its wait `wait` seconds, or the topology's
+    message timeout. A killed topology may be killed again, as in Storm: the new
+    wait replaces the old one."""
+    wait = _message_timeout(record) if wait is None else wait
+    again = " again" if record.get("status") == "killed" else ""
+    outcome.message = (f"killed{again} {name!r} ({topology_id}): deactivated; nimbus removes "
+                       f"it {wait:g} s after it sees the kill")
     # A wait, not a deadline: nimbus counts it by its own clock (no clock of the
     # requesting host is compared with nimbus's). kill_at only for a nimbus from
     # before that, which would otherwise remove the topology at once.
-    return {**record, "status": "killed", "kill_wait": wait, "kill_at": now + wait}, wait
+    return {**record, "status": "killed", "kill_wait": wait, "kill_at": now + wait}
 
 
-def status_request(name: str, record: Mapping[str, Any], status: str) -> tuple[dict[str, Any], str]:
-    """The record with `status` ("active" or "inactive") and what to tell the user.
-    During a rebalance it is the status the topology gets back afterwards."""
+def status_request(name: str, record: Mapping[str, Any], status: str,
+                   outcome: Outcome) -> dict[str, Any]:
+    """The record with `status` ("active" or "inactive"). During a rebalance it is
+    the status the topology gets back afterwards."""
     if status not in ("active", "inactive"):
         raise ValueError(f"a status is active or inactive, not {status!r}")
     _live(name, record)
     if record.get("status") == "rebalancing":
-        return ({**record, "rebalance_status": status},
-                f"{name!r} is rebalancing: it becomes {status} afterwards")
-    return {**record, "status": status}, f"{name!r} is {status}"
+        outcome.message = f"{name!r} is rebalancing: it becomes {status} afterwards"
+        return {**record, "rebalance_status": status}
+    outcome.message = f"{name!r} is {status}"
+    return {**record, "status": status}
 
 
 def rebalance_request(name: str, record: Mapping[str, Any], wait: float | None,
-                      workers: int | None, now: float) -> tuple[dict[str, Any], str, int]:
-    """Storm's rebalance: deactivate, wait, reassign, back to the status before.
-    Returns the record, what to tell the user and the number of workers after. A
+                      workers: int | None, now: float, outcome: Outcome) -> dict[str, Any]:
+    """Storm's rebalance: deactivate, wait, reassign, back to the status before. A
     rebalance of a topology already rebalancing replaces that request and keeps the
-    status from before it."""
+    status from before it. `outcome.workers`: the number of workers after."""
     _live(name, record)
     if workers is not None and workers < 1:
         raise ActionRefused(f"the number of workers must be at least 1, got {workers}")
-    if wait is None:
-        wait = _message_timeout(record)
+    wait = _message_timeout(record) if wait is None else wait
     previous = (record.get("rebalance_status") or "active"
                 if record["status"] == "rebalancing" else record["status"])
-    workers = workers or record.get("rebalance_workers") or record["num_workers"]
-    updated = {
+    workers = int(workers or record.get("rebalance_workers") or record["num_workers"])
+    outcome.workers = workers
+    outcome.message = (f"rebalancing {name!r} over {workers} workers: deactivated; nimbus "
+                       f"reassigns it {wait:g} s after it sees the request, then makes it "
+                       f"{previous} again")
+    return {
         **record, "status": "rebalancing", "rebalance_wait": wait,
         "rebalance_status": previous, "rebalance_workers": workers, "rebalance": False,
         # tells a new request from the one before (compared for equality only)
         "rebalance_requested": now}
-    said = (f"rebalancing {name!r} over {workers} workers: deactivated; nimbus "
-            f"reassigns it {wait:g} s after it sees the request, then makes it {previous} "
-            "again")
-    return updated, said, int(workers)

@@ -481,6 +481,7 @@ class ClusterState:
             if state is _STOP:
                 return
             if state == KazooState.CONNECTED and previous != KazooState.CONNECTED:
+                self._say_held_warnings()
                 self._restore()
             previous = state
             with self._lock:
@@ -492,6 +493,14 @@ class ClusterState:
                     callback(str(state))
                 except Exception:
                     log.exception("session callback %r failed on %s", callback, state)
+
+    @staticmethod
+    def _say_held_warnings() -> None:
+        held = quiet_repeated_warnings().flush()
+        if held:
+            log.info("connected to ZooKeeper again; while it was away kazoo also warned: %s",
+                     "; ".join(f"{kind.replace('%s', '...')!r} {n} more time{'s' * (n != 1)}"
+                               for kind, n in held.items()))
 
     def _restore(self) -> None:
         """After a reconnect: re-create our ephemeral nodes (gone if the session
@@ -767,6 +776,35 @@ class ClusterState:
 
     def get_topology(self, topology_id: str) -> dict[str, Any] | None:
         return self._get(self._path("storms", _segment(topology_id, "topology id")))
+
+    def update_topology(self, topology_id: str,
+                        change: Callable[[dict[str, Any]], dict[str, Any] | None],
+                        attempts: int = 10) -> dict[str, Any] | None:
+        """Read-modify-write of a topology record, compare-and-set: `change(record)`
+        gives the new record (None: leave it as it is), and runs again on the record
+        as it is then when another writer came in between (nimbus ending a rebalance
+        while a user kills, say: neither write may undo the other). `change` must
+        be safe to run more than once. Returns the record as written (as found when
+        `change` gave None); None when there is no such topology."""
+        path = self._path("storms", _segment(topology_id, "topology id"))
+        for _ in range(attempts):
+            try:
+                data, stat = self._call(self._zget, path)
+            except NoNodeError:
+                return None
+            record = _decode(path, data)
+            updated = change(record)
+            if updated is None:
+                return record
+            try:
+                self._call(self._zset, path, _encode(path, dict(updated)), version=stat.version)
+            except BadVersionError:
+                continue
+            except NoNodeError:
+                return None
+            return updated
+        raise VersionConflict(f"topology {topology_id} changed {attempts} times while "
+                              "it was being updated; try again")
 
     def topologies(self) -> list[str]:
         """Ids of all stored topologies, sorted."""

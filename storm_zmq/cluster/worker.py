@@ -152,7 +152,7 @@ class ZooKeeperControl:
 
     def _set_log_levels(self, requests: dict[str, Any]) -> None:
         changes = self._log_levels.update(requests, time.monotonic(),
-                                          lambda name: python_logger(name).level)
+                                          lambda name: python_logger(name).level, time.time())
         for change in changes:  # said while INFO is likely on: before a request, after a reset
             if not change.reset:
                 log.info("set_log_level: logger %s at %s", change.logger, change.why)
@@ -188,7 +188,6 @@ class ZooKeeperControl:
                             worker_beat(self._stats_time, assignment["launched"][index],
                                         self._stats))
         record = state.get_topology(self.topology_id)
-        self._set_log_levels((record or {}).get("log_levels") or {})
         status = record["status"] if record else "killed"
         if status != self._status:
             if status == "active":
@@ -199,6 +198,8 @@ class ZooKeeperControl:
         if slots != self._slots and self.worker is not None:
             self._slots = slots
             self.worker.update_peers([WorkerSlot(h, p) for _, h, p in slots])
+        requests = (record or {}).get("log_levels")
+        self._set_log_levels(requests if isinstance(requests, dict) else {})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,7 +35,9 @@ from storm_zmq.cluster.heartbeat import placed_beats
 from storm_zmq.cluster.logviewer import worker_logs
 from storm_zmq.cluster.overview import ClusterOverview, read_overview
 from storm_zmq.cluster.requests import (
+    NO_NIMBUS,
     ActionRefused,
+    Outcome,
     kill_request,
     rebalance_request,
     status_request,
@@ -223,24 +225,30 @@ class ClusterSource:
         """Storm's topology actions (the UI's buttons): record the request as the
         command line does (storm_zmq.cluster.requests) and say what happens next.
         `ActionRefused` for what cannot be done, `UnknownTopology` for no such name."""
+        outcome, now = Outcome(), self.clock()
         with self._lock:
-            topology_id, record = self._find(name, self._records())
-            now = self.clock()
+            topology_id, _ = self._find(name, self._records())
             if action == "kill":
-                updated, wait = kill_request(record, wait, now)
-                said = f"killed {name!r}: nimbus removes it {wait:g} s after it sees the kill"
+                def change(r: dict[str, Any]) -> dict[str, Any]:
+                    return kill_request(name, topology_id, r, wait, now, outcome)
             elif action in ("activate", "deactivate"):
-                updated, said = status_request(
-                    name, record, "active" if action == "activate" else "inactive")
+                status = "active" if action == "activate" else "inactive"
+
+                def change(r: dict[str, Any]) -> dict[str, Any]:
+                    return status_request(name, r, status, outcome)
             elif action == "rebalance":
-                updated, said, _ = rebalance_request(name, record, wait, workers, now)
+                def change(r: dict[str, Any]) -> dict[str, Any]:
+                    return rebalance_request(name, r, wait, workers, now, outcome)
             else:
                 raise ActionRefused(f"no action {action!r} (one of {', '.join(ACTIONS)})")
-            self.state.set_topology(topology_id, updated)
+            # compare-and-set: nimbus may write the record at the same time
+            if self.state.update_topology(topology_id, change) is None:
+                raise UnknownTopology(name, [])
             self._cache.pop(name, None)
+            said = outcome.message
             # the workers follow a status themselves; a kill or rebalance is nimbus's
             if action in ("kill", "rebalance") and self.state.leader() is None:
-                said += "; no nimbus is running: nothing happens until one starts"
+                said += f"; {NO_NIMBUS}"
             self._answer()
             return said
 

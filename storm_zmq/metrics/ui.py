@@ -18,7 +18,9 @@ Routes::
                             {"message"} or {"error"}: 403 when `actions` is off or
                             the request lacks the `ACTION_HEADER` (a page of another
                             site cannot send it without a CORS preflight, which this
-                            server never grants: no cross-site request forgery), 404
+                            server never grants: no cross-site request forgery) or
+                            names another site in `Host` (DNS rebinding: see
+                            `host_may_act`), 404
                             for an unknown topology, 409 when the topology cannot
                             take the action (killed), 400 for a bad body.
 
@@ -40,11 +42,12 @@ once instead of queueing behind it. Nothing needs restarting when ZooKeeper is b
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
-import math
 import queue
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -54,7 +57,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from storm_zmq.cluster.requests import ActionRefused
+from storm_zmq.cluster.requests import ActionRefused, seconds
 from storm_zmq.metrics import prometheus
 from storm_zmq.metrics.sources import ACTIONS, MetricsSource, UnknownTopology
 
@@ -280,6 +283,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self.headers.get(ACTION_HEADER) is None:
             return HTTPStatus.FORBIDDEN, {"error": f"an action needs the header {ACTION_HEADER} "
                                                    "(the UI's page sends it)"}
+        host = self.headers.get("Host", "")
+        if not host_may_act(host):
+            return HTTPStatus.FORBIDDEN, {"error": f"an action needs the UI reached by an "
+                                                   f"address or this machine's name, not {host!r}"}
         name, action = match.groups()
         try:
             wait, workers = self._action_body()
@@ -295,7 +302,10 @@ class _Handler(BaseHTTPRequestHandler):
             return HTTPStatus.NOT_FOUND, {"error": str(exc)}
         except ActionRefused as exc:
             return HTTPStatus.CONFLICT, {"error": str(exc)}
-        except Exception as exc:  # ZooKeeper down: say so; nothing was done
+        except SourceTimeout as exc:  # the write may still land: say so
+            return HTTPStatus.SERVICE_UNAVAILABLE, {
+                "error": f"{exc}; the {action} may still be recorded (see the page)"}
+        except Exception as exc:  # ZooKeeper down: say so; nothing was written
             log.warning("%s %s: %s", action, name, exc)
             return HTTPStatus.SERVICE_UNAVAILABLE, {"error": str(exc)}
         log.info("%s: %s", self.address_string(), message)
@@ -303,6 +313,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _action_body(self) -> tuple[float | None, int | None]:
         """(wait_secs, num_workers) of the request's JSON body, each None if absent."""
+        if self.headers.get("Transfer-Encoding"):  # a body this server would not read
+            raise ValueError("send the body with a Content-Length, not chunked")
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
@@ -316,13 +328,12 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict) or set(body) - {"wait_secs", "num_workers"}:
             raise ValueError('the body is a JSON object with "wait_secs" and/or "num_workers"')
         wait, workers = body.get("wait_secs"), body.get("num_workers")
-        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int | float)
-                                 or not math.isfinite(wait) or wait < 0):
+        if wait is not None and not isinstance(wait, int | float):  # "5": a typo's text
             raise ValueError(f"wait_secs must be a number of seconds >= 0, got {wait!r}")
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                     or workers < 1):
             raise ValueError(f"num_workers must be an integer >= 1, got {workers!r}")
-        return (None if wait is None else float(wait)), workers
+        return (None if wait is None else seconds(wait, "wait_secs")), workers
 
     def _route(self, path: str) -> None:
         source = self.server.source
@@ -363,6 +374,28 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
         self.wfile.write(body)
+
+
+def host_may_act(host_header: str) -> bool:
+    """Whether a request for the UI by this `Host` may take an action. A page of
+    another site may get a browser to send the action header by DNS rebinding (its
+    own name, re-pointed at this machine, is then its origin), but its request
+    still names that site in `Host`: actions are taken only for an IP address,
+    ``localhost`` or this machine's own names."""
+    name = host_header.strip().lower()
+    if name.startswith("["):  # [v6]:port
+        name = name[1:].split("]", 1)[0]
+    elif name.count(":") == 1:
+        name = name.split(":", 1)[0]
+    if not name:
+        return False
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        pass
+    own = {"localhost", socket.gethostname().lower(), socket.getfqdn().lower()}
+    return name.rstrip(".") in own
 
 
 def _producer(source: MetricsSource, path: str,

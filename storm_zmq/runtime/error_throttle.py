@@ -49,3 +49,8 @@ class ErrorThrottle:
         self._held += 1
         first, self._said = not self._said, True
         return ErrorVerdict(False, first_held=first)
+
+    @property
+    def held(self) -> int:
+        """Errors held back since the last one written."""
+        return self._held

@@ -29,14 +29,19 @@ def test_one_warning_of_a_kind_per_interval_and_then_how_many_were_held_back() -
                             "(29 more like it since the last one logged; one a 60 s is logged)")
 
 
-def test_kinds_are_templates_and_errors_always_pass() -> None:
+def test_kinds_are_templates_and_errors_and_news_always_pass() -> None:
     quiet = RepeatedWarnings(60.0, clock=lambda: 0.0)
     assert quiet.filter(record("Connection dropped: %s", "a"))
     assert not quiet.filter(record("Connection dropped: %s", "b"))  # same kind, other text
     assert quiet.filter(record("Connection time-out: %s", "a"))  # another kind
     assert quiet.filter(record("Transition to CONNECTING"))
+    connecting = "Connecting to %s(%s):%s, use_ssl: %r"  # INFO, at every attempt
+    assert quiet.filter(record(connecting, "h", "1.2.3.4", 2181, False, level=logging.INFO))
+    assert not quiet.filter(record(connecting, "h", "1.2.3.4", 2181, False, level=logging.INFO))
     for _ in range(3):
         assert quiet.filter(record("Unhandled exception in connection loop", level=logging.ERROR))
+        assert quiet.filter(record("Zookeeper connection established, state: %s", "CONNECTED",
+                                   level=logging.INFO))
 
 
 def test_the_kinds_remembered_are_bounded() -> None:
@@ -60,3 +65,13 @@ def test_installed_once_on_kazoos_logger(kazoo_logger: logging.Logger) -> None:
     first = quiet_repeated_warnings()
     assert quiet_repeated_warnings() is first
     assert [f for f in kazoo_logger.filters if isinstance(f, RepeatedWarnings)] == [first]
+
+
+def test_flush_says_what_was_held_back_and_starts_afresh() -> None:
+    quiet = RepeatedWarnings(60.0, clock=lambda: 0.0)
+    for _ in range(4):
+        quiet.filter(record("Connection dropped: %s", "refused"))
+    quiet.filter(record("Transition to CONNECTING"))
+    assert quiet.flush() == {"Connection dropped: %s": 3}
+    assert quiet.flush() == {}
+    assert quiet.filter(record("Connection dropped: %s", "refused"))  # a new outage: logged

@@ -76,3 +76,18 @@ def test_damaged_requests_are_ignored() -> None:
     levels = LogLevels()
     requests = {"a": "DEBUG", "b": {"level": "LOUD"}, "c": {"level": "info", "timeout_secs": "x"}}
     assert levels_of(levels.update(requests, 0.0, lambda name: 0)) == [("c", logging.INFO)]
+
+
+def test_a_worker_that_sees_a_timed_request_late_applies_what_is_left_of_it() -> None:
+    requests = {"a": {"level": "DEBUG", "timeout_secs": 30, "requested": 1000.0}}
+    late = LogLevels()  # started 20 s after the request (by its wall clock)
+    assert levels_of(late.update(requests, 5.0, lambda name: 0, wall=1020.0)) == [
+        ("a", logging.DEBUG)]
+    assert late.update(requests, 14.9, lambda name: 0, wall=1029.9) == []
+    assert levels_of(late.update(requests, 15.0, lambda name: 0, wall=1030.0)) == [("a", 0)]
+    over = LogLevels()  # started after it was over: a rebalance a week later
+    assert over.update(requests, 0.0, lambda name: 0, wall=1000.0 + 7 * 86400) == []
+    assert over.update(requests, 1.0, lambda name: 0, wall=1000.0 + 7 * 86400 + 1) == []
+    untimed = {"a": {"level": "DEBUG", "requested": 1500.0}}  # until reset: any time
+    assert levels_of(over.update(untimed, 2.0, lambda name: 0, wall=2e9)) == [
+        ("a", logging.DEBUG)]

@@ -52,6 +52,29 @@ def test_topology_round_trip(make_state: Factory) -> None:
     assert state.topologies() == ["t-0"]
 
 
+def test_update_topology_runs_its_change_again_when_another_writer_came_in_between(
+        make_state: Factory) -> None:
+    state, other = make_state(), make_state()
+    state.set_topology("t-1", {"name": "t", "status": "rebalancing"})
+    seen: list[dict] = []
+
+    def kill(record: dict) -> dict:
+        seen.append(record)
+        if len(seen) == 1:  # nimbus ends the rebalance between this read and write
+            other.set_topology("t-1", {**record, "status": "active", "rebalance": True})
+        return {**record, "status": "killed"}
+
+    written = state.update_topology("t-1", kill)
+    assert [r["status"] for r in seen] == ["rebalancing", "active"]  # ran again on the new one
+    assert written == state.get_topology("t-1") == {"name": "t", "status": "killed",
+                                                      "rebalance": True}  # nimbus's kept
+    assert state.update_topology("t-1", lambda r: None) == written  # nothing to change
+    assert state.update_topology("gone-2", lambda r: {**r, "x": 1}) is None
+    with pytest.raises(VersionConflict, match="changed 2 times while it was being updated"):
+        state.update_topology("t-1", lambda r: other.set_topology("t-1", r) or {**r, "n": 1},
+                              attempts=2)
+
+
 def test_bad_ids_and_values_are_refused(make_state: Factory) -> None:
     state = make_state()
     for bad in ("", "a/b", "..", "."):

@@ -537,3 +537,22 @@ def test_actions_are_refused_when_off_in_a_local_run_and_for_a_bad_body() -> Non
         assert post(url, b'{"wait_secs": 2, "num_workers": 3}') == (200, {"message": "done"})
         assert post(on.url + "api/topology/wc/kill", b"") == (200, {"message": "done"})
         assert source.done == [("a/b", "rebalance", 2.0, 3), ("wc", "kill", None, None)]
+
+
+def test_an_action_for_another_sites_name_is_refused_dns_rebinding() -> None:
+    import socket
+
+    from storm_zmq.metrics.ui import host_may_act
+
+    for host in ["127.0.0.1:8080", "10.1.2.3", "[::1]:8080", "::1", "localhost:8080",
+                 "LOCALHOST", f"{socket.gethostname()}:8080", socket.getfqdn() + "."]:
+        assert host_may_act(host), host
+    for host in ["evil.example:8080", "evil.example", "", "localhost.evil.example",
+                 f"{socket.gethostname()}.evil.example"]:
+        assert not host_may_act(host), host
+    source = ActingSource()
+    with MetricsServer(source, "127.0.0.1", 0) as on:  # type: ignore[arg-type]
+        assert post(on.url + "api/topology/wc/kill", headers={"Host": "evil.example:8080"}) == (
+            403, {"error": "an action needs the UI reached by an address or this machine's "
+                           "name, not 'evil.example:8080'"})
+        assert source.done == []

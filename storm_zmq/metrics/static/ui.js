@@ -140,24 +140,34 @@ function renderCluster(cluster) {
   actionsOn = Boolean(cluster.actions);
 }
 
+// A number asked for: undefined when left empty (the default), null when cancelled
+// or not a number >= min (said, and nothing is sent: a typo must not become the default)
+function askNumber(question, min, integer) {
+  const text = window.prompt(question, "");
+  if (text === null) return null;
+  if (!text.trim()) return undefined;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
+    showActionResult(`not ${integer ? "a whole number" : "a number"} >= ${min}: ${text}`, true);
+    return null;
+  }
+  return value;
+}
+
 // Storm's topology actions: what to ask before each, and the JSON body it sends
 const ACTIONS = {
   activate: () => ({}),
   deactivate: () => ({}),
   rebalance: () => {
-    const wait = window.prompt("Rebalance: seconds to wait after deactivating (empty: the message timeout)", "");
+    const wait = askNumber("Rebalance: seconds to wait after deactivating (empty: the message timeout)", 0, false);
     if (wait === null) return null;
-    const workers = window.prompt("Rebalance: number of workers (empty: as now)", "");
+    const workers = askNumber("Rebalance: number of workers (empty: as now)", 1, true);
     if (workers === null) return null;
-    const body = {};
-    if (wait.trim()) body.wait_secs = Number(wait);
-    if (workers.trim()) body.num_workers = Number(workers);
-    return body;
+    return { wait_secs: wait, num_workers: workers };  // undefined ones are left out
   },
   kill: () => {
-    const wait = window.prompt("Kill: seconds to wait after deactivating (empty: the message timeout)", "");
-    if (wait === null) return null;
-    return wait.trim() ? { wait_secs: Number(wait) } : {};
+    const wait = askNumber("Kill: seconds to wait after deactivating (empty: the message timeout)", 0, false);
+    return wait === null ? null : { wait_secs: wait };
   },
 };
 
