@@ -188,22 +188,9 @@ def _warn_without_nimbus(leads: bool) -> None:
         print(f"warning: {NO_NIMBUS}", file=sys.stderr)
 
 
-def _warn_if_few_are_free(free: int, slots: int, workers: int, name: str) -> None:
-    """The cluster has the slots, but other topologies hold them: nimbus waits, and
-    said so only in its own log."""
-    if free < workers <= slots:
-        print(f"warning: {name!r} needs {workers} worker slots and {free} of the cluster's "
-              f"{slots} are free: it waits until enough are (kill or rebalance another "
-              "topology, or add supervisors)", file=sys.stderr)
-
-
-def _warn_if_short_of_slots(slots: int, workers: int, name: str) -> None:
-    """Nimbus assigns a topology all its workers or none: more than the cluster has
-    would wait, silently, until supervisors with enough slots join."""
-    if workers > slots:
-        print(f"warning: {name!r} needs {workers} worker slots and the cluster's supervisors "
-              f"have {slots} in all: it waits until there are enough (or rebalance it with "
-              "-n to fewer workers)", file=sys.stderr)
+def _warn_of_slots(overview: ClusterOverview, workers: int, name: str) -> None:
+    for warning in overview.slot_warnings(name, workers):
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def _warn_of_settings_the_hosts_decide(chosen: list[str], name: str) -> None:
@@ -361,8 +348,7 @@ def submit_topology(args: argparse.Namespace) -> int:
         state.stop()
     print(f"submitted topology {name!r} as {topology_id} "
           f"({workers} worker{'' if workers == 1 else 's'})", flush=True)
-    _warn_if_short_of_slots(overview.slots, workers, name)
-    _warn_if_few_are_free(overview.free_slots, overview.slots, workers, name)
+    _warn_of_slots(overview, workers, name)
     _warn_of_settings_the_hosts_decide(conf_set, name)
     _warn_without_nimbus(overview.leader is not None)
     if args.wait > 0:
@@ -428,8 +414,7 @@ def rebalance_topology(args: argparse.Namespace) -> int:
             args.name, r, args.wait, args.num_workers, now, outcome))
         overview = read_overview(state, leaving_out=topology_id)  # its own slots are its to reuse
     print(outcome.message)
-    _warn_if_short_of_slots(overview.slots, outcome.workers, args.name)
-    _warn_if_few_are_free(overview.free_slots, overview.slots, outcome.workers, args.name)
+    _warn_of_slots(overview, outcome.workers, args.name)
     _warn_without_nimbus(overview.leader is not None)
     return 0
 

@@ -86,6 +86,20 @@ class ClusterOverview:
     def free_slots(self) -> int:
         return sum(len(s.free) for s in self.supervisors)
 
+    def slot_warnings(self, name: str, workers: int) -> list[str]:
+        """Why topology `name` on `workers` workers would wait (nimbus assigns all of
+        a topology's workers or none, and says so only in its own log): what
+        `submit` and `rebalance` warn, and the UI's rebalance says."""
+        if workers > self.slots:
+            return [f"{name!r} needs {workers} worker slots and the cluster's supervisors "
+                    f"have {self.slots} in all: it waits until there are enough (or "
+                    "rebalance it with -n to fewer workers)"]
+        if self.free_slots < workers:
+            return [f"{name!r} needs {workers} worker slots and {self.free_slots} of the "
+                    f"cluster's {self.slots} are free: it waits until enough are (kill or "
+                    "rebalance another topology, or add supervisors)"]
+        return []
+
     def to_dict(self) -> dict[str, Any]:
         return {"supervisors": len(self.supervisors), "slots": self.slots,
                 "used_slots": self.used_slots, "free_slots": self.free_slots,

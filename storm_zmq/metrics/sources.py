@@ -246,6 +246,9 @@ class ClusterSource:
                 raise UnknownTopology(name, [])
             self._cache.pop(name, None)
             said = outcome.message
+            if action == "rebalance":  # its own slots are its to reuse
+                overview = read_overview(self.state, leaving_out=topology_id, clock=self.clock)
+                said += "".join(f"; {w}" for w in overview.slot_warnings(name, outcome.workers))
             # the workers follow a status themselves; a kill or rebalance is nimbus's
             if action in ("kill", "rebalance") and self.state.leader() is None:
                 said += f"; {NO_NIMBUS}"

@@ -65,6 +65,8 @@ def test_the_ui_serves_the_cluster_and_stops_on_sigterm(tmp_path: Path, zk_conf:
         status, answer = post(url + "api/topology/t/rebalance", {"num_workers": 2, "wait_secs": 1})
         assert status == 200 and answer["message"].startswith(
             "rebalancing 't' over 2 workers: deactivated; nimbus reassigns it 1 s after")
+        assert ("; 't' needs 2 worker slots and the cluster's supervisors have 0 in all: it "
+                "waits until there are enough") in answer["message"]  # as the CLI warns
         assert answer["message"].endswith("; no nimbus is running; nothing happens until one starts")
         record = state.get_topology("t-1")
         assert (record["status"], record["rebalance_wait"], record["rebalance_workers"],

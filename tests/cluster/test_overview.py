@@ -79,3 +79,14 @@ def test_the_dict_is_what_the_ui_and_json_show() -> None:
             "free_slots": 1, "ports": [6700, 6701], "used": {"6701": "wordcount"},
             "uptime_secs": 600.0, "heartbeat_age_secs": 10.0}],
     }
+
+
+def test_slot_warnings_say_why_a_topology_would_wait() -> None:
+    overview = cluster_overview(
+        {"s1": supervisor("h1", [6700, 6701, 6702])}, {}, None,
+        {"other-1": assignment(("s1", "h1", 6700))}, {"other-1": "other"}, now=1000.0)
+    assert overview.slot_warnings("wc", 2) == []
+    (few,) = overview.slot_warnings("wc", 3)
+    assert few.startswith("'wc' needs 3 worker slots and 2 of the cluster's 3 are free: it waits")
+    (short,) = overview.slot_warnings("wc", 4)
+    assert short.startswith("'wc' needs 4 worker slots and the cluster's supervisors have 3 in all")
