@@ -15,7 +15,8 @@ segfault — goes to ``<topology-id>-<port>.out``, the file the supervisor gives
 worker as its stdout and stderr (`open_worker_output`). It is small by nature and
 rolled once (to ``.out.1``) at a worker start when it outgrew ``worker.log.max.bytes``.
 
-Local-mode workers (``storm-zmq run``) keep logging to the terminal's stderr.
+Local-mode workers (``storm-zmq run``) log to the terminal's stderr, their
+``print()`` and stderr captured as records there (named by the worker).
 """
 
 from __future__ import annotations
@@ -174,20 +175,21 @@ class _LoggerWriter(io.TextIOBase):
 
 def configure_worker_logging(
     conf: dict[str, Any], log_file: Path | None, prefix: str, *,
-    stderr: bool = True, capture_stdio: bool = False, capture_stdout: bool = False,
-    level: int = logging.INFO,
+    stderr: bool = True, capture_stdio: bool = False, level: int = logging.INFO,
 ) -> logging.Handler | None:
     """Set up a worker process's logging; return the file handler, if any.
 
     With `log_file`, records go to that file, rotated at ``worker.log.max.bytes``
     keeping ``worker.log.backups`` old files (``.log.1`` is the newest). With
     `stderr`, they also go to the process's stderr (a local-mode worker's terminal).
-    A cluster worker passes ``stderr=False, capture_stdio=True``: its stderr is the
-    supervisor's unrotated ``.out`` file, so copying every record there would undo
-    the rotation; instead ``print()`` and ``sys.stderr`` are captured into the log.
-    A local-mode worker passes `capture_stdout`: its ``print()`` becomes a record
-    (logger ``STDOUT``) on its stderr, named by the worker like the rest of its
-    output, instead of landing unprefixed among the run's progress lines on stdout.
+    With `capture_stdio`, ``print()`` and ``sys.stderr`` become records (loggers
+    ``STDOUT`` and ``STDERR``). A cluster worker passes ``stderr=False,
+    capture_stdio=True``: its stderr is the supervisor's unrotated ``.out`` file, so
+    copying every record there would undo the rotation; instead its output is
+    captured into the log. A local-mode worker passes ``capture_stdio=True`` too: a
+    component's ``print()`` and stderr become records on the terminal's stderr,
+    named by the worker like the rest of its output, instead of landing unprefixed
+    among the run's progress lines on stdout or another worker's lines.
     `prefix` names the worker on every line (``<topology-id> worker-<n>``, or
     ``worker-<n>`` in local mode).
     """
@@ -216,9 +218,8 @@ def configure_worker_logging(
                 faulthandler.enable(file=real_stderr)
             except (AttributeError, ValueError, io.UnsupportedOperation):
                 pass
-    if capture_stdio or capture_stdout:
-        sys.stdout = _LoggerWriter(logging.getLogger("STDOUT"), logging.INFO, real_stderr)
     if capture_stdio:
+        sys.stdout = _LoggerWriter(logging.getLogger("STDOUT"), logging.INFO, real_stderr)
         sys.stderr = _LoggerWriter(logging.getLogger("STDERR"), logging.WARNING, real_stderr)
     return file_handler
 

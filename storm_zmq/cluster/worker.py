@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:
         import traceback
 
-        traceback.print_exc()
+        log.exception("worker %d failed to start", launch["worker_index"])
         # a port it cannot bind, a topology that does not load: for stats and the UI too
         control.report_error(launch["worker_index"],
                              f"worker {launch['worker_index']} failed to start: "

@@ -846,8 +846,8 @@ class Worker:
             return
         self._failure_reported = True
         text = str(self.state.failures[0])
-        print(f"worker {self.index} (port {self.assignment.workers[self.index].port}): {text}",
-              file=sys.stderr, flush=True)
+        log.error("worker %d (port %d): %s", self.index,
+                  self.assignment.workers[self.index].port, text)
         self.control.report_error(self.index, text)
 
     def _shutdown(self, threads: list[threading.Thread]) -> bool:
@@ -1160,14 +1160,14 @@ def worker_main(spec: dict[str, Any], pipe: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # The terminal's stderr, every line named by the worker; a component's print()
-    # too (the run's own progress and summary are on stdout).
+    # and stderr too (the run's own progress and summary are on stdout).
     configure_worker_logging(spec["conf"], None, f"worker-{spec['worker_index']}",
-                             capture_stdout=True)
+                             capture_stdio=True)
     try:
         code = Worker(spec, PipeControl(pipe)).run()
     except BaseException as exc:
         text = "".join(traceback.format_exception(exc))
-        print(f"worker {spec['worker_index']} failed to start:\n{text}", file=sys.stderr, flush=True)
+        log.error("worker %d failed to start:\n%s", spec["worker_index"], text.rstrip())
         PipeControl(pipe).report_error(spec["worker_index"], text)
         code = 1
     sys.stdout.flush()

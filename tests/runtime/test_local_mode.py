@@ -210,6 +210,9 @@ def test_emits_in_cleanup_are_flushed_with_a_warning(tmp_path: Path) -> None:
     # run's progress and summary on stdout
     assert " worker-0 INFO STDOUT: cleaner counted 50 in Cleanup\n" in result.stderr, result.stderr
     assert "cleaner counted" not in result.stdout, result.stdout
+    # and what it writes to stderr is a record too, one for its lines
+    assert " worker-0 WARNING STDERR: cleaner's stderr:\n  50 tuples\n" in result.stderr, \
+        result.stderr
 
 
 def test_the_drain_waits_for_the_tuple_a_bolt_is_running(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 from collections import Counter
 
@@ -336,6 +337,7 @@ class CleanupBolt(Bolt):
             raise RuntimeError("cleanup failed on purpose")
         if self.mode == "emit":
             print(f"cleaner counted {self.count} in {self.topology_name}")
+            sys.stderr.write(f"cleaner's stderr:\n  {self.count} tuples\n")
             self.emit([self.count])
 
 
