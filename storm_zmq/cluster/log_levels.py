@@ -98,22 +98,29 @@ class LogLevels:
                 left = min(timeout, marker + timeout - wall)
                 if left <= 0:  # over before this worker saw it
                     self._done[name] = marker
+                    if name in self._applied:  # and it replaced the one in force
+                        del self._applied[name]
+                        changes.append(self._put_back(name, " (a newer request is over)"))
                     continue
             self._kept.setdefault(name, own_level(name))
             self._applied[name] = (marker, now + left if timeout else None)
             level = str(request["level"]).upper()
-            changes.append(LevelChange(name, LEVELS[level], f"{level} for {timeout:g} s"
-                                       if timeout else f"{level} until reset"))
+            changes.append(LevelChange(name, LEVELS[level], (
+                f"{level} until reset" if not timeout else f"{level} for {timeout:g} s"
+                if left == timeout else f"{level} for {left:.0f} s, what is left of {timeout:g}")))
         for name, (marker, ends) in list(self._applied.items()):
             removed = name not in wanted  # with -r (a newer request was applied above)
             expired = ends is not None and now >= ends
             if not removed and not expired:
                 continue
             del self._applied[name]
-            kept = self._kept.pop(name)
             if not removed:
                 self._done[name] = marker
-            changes.append(LevelChange(name, kept, "back to "
-                                       f"{logging.getLevelName(kept) if kept else 'its parent'}"
-                                       + ("" if removed else " (time is up)"), reset=True))
+            changes.append(self._put_back(name, "" if removed else " (time is up)"))
         return changes
+
+    def _put_back(self, name: str, why: str) -> LevelChange:
+        kept = self._kept.pop(name)
+        return LevelChange(name, kept, "back to "
+                           f"{logging.getLevelName(kept) if kept else 'its parent'}{why}",
+                           reset=True)

@@ -247,15 +247,18 @@ class Nimbus:
             if self._rebalances.age(topology_id, now) >= wait:
                 marker = record.get("rebalance_requested")
                 # compare-and-set: a kill, a new request or a set_log_level written
-                # since this round read the record is kept (the next round sees it)
+                # since this round read the record is kept. Killed (or gone): the
+                # next round removes it. A new request: its own wait, and meanwhile
+                # the repair below, as for any rebalancing topology.
                 written = self.state.update_topology(topology_id, lambda r: (
                     end_rebalance_wait(r) if r.get("status") == "rebalancing"
                     and r.get("rebalance_requested") == marker else None))
-                if written is None or not written.get("rebalance"):
+                if written is None or written.get("status") == "killed":
                     return used
                 record = written
-                log.info("rebalancing %s over %d workers; then %s", topology_id,
-                         record["num_workers"], record["status"])
+                if record.get("rebalance"):
+                    log.info("rebalancing %s over %d workers; then %s", topology_id,
+                             record["num_workers"], record["status"])
         if current is None or record.get("rebalance"):
             own = {Slot(*s) for s in current["slots"]} if current else set()
             created = self._schedule(topology_id, record, free_slots(all_slots, used - own), all_slots)

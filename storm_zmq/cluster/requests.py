@@ -43,7 +43,7 @@ def seconds(value: Any, what: str, *, positive: bool = False) -> float:
     `positive`); ValueError naming `what` otherwise."""
     try:
         number = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # 10**400 does not fit a float
         number = math.nan
     if not math.isfinite(number) or number < 0 or (positive and number == 0):
         raise ValueError(f"{what} must be a number of seconds {'>' if positive else '>='} 0, "

@@ -242,13 +242,18 @@ class ClusterSource:
             else:
                 raise ActionRefused(f"no action {action!r} (one of {', '.join(ACTIONS)})")
             # compare-and-set: nimbus may write the record at the same time
-            if self.state.update_topology(topology_id, change) is None:
-                raise UnknownTopology(name, [])
+            if self.state.update_topology(topology_id, change) is None:  # removed meanwhile
+                raise UnknownTopology(name, [r["name"] for _, r in self._records()
+                                             if r.get("status") != "killed"])
             self._cache.pop(name, None)
             said = outcome.message
             if action == "rebalance":  # its own slots are its to reuse
-                overview = read_overview(self.state, leaving_out=topology_id, clock=self.clock)
-                said += "".join(f"; {w}" for w in overview.slot_warnings(name, outcome.workers))
+                try:
+                    overview = read_overview(self.state, leaving_out=topology_id,
+                                             clock=self.clock)
+                    said += "".join(f"; {w}" for w in overview.slot_warnings(name, outcome.workers))
+                except Exception as exc:  # the request is recorded: say that, not a 503
+                    log.warning("no slot warnings for the rebalance of %s: %s", name, exc)
             # the workers follow a status themselves; a kill or rebalance is nimbus's
             if action in ("kill", "rebalance") and self.state.leader() is None:
                 said += f"; {NO_NIMBUS}"

@@ -42,6 +42,7 @@ once instead of queueing behind it. Nothing needs restarting when ZooKeeper is b
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import logging
@@ -394,8 +395,13 @@ def host_may_act(host_header: str) -> bool:
         return True
     except ValueError:
         pass
-    own = {"localhost", socket.gethostname().lower(), socket.getfqdn().lower()}
-    return name.rstrip(".") in own
+    return name.rstrip(".") in _own_names()
+
+
+@functools.lru_cache(maxsize=1)
+def _own_names() -> frozenset[str]:
+    """This machine's names, looked up once (getfqdn may wait for DNS)."""
+    return frozenset({"localhost", socket.gethostname().lower(), socket.getfqdn().lower()})
 
 
 def _producer(source: MetricsSource, path: str,

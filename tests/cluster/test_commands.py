@@ -363,3 +363,25 @@ def test_set_log_level_refuses_what_it_cannot_do(
     topology_on_one_worker(make_state(), "active")
     assert main(["set_log_level", "ids", *args, *cli_overrides(zk_conf)]) == 2
     assert says in capsys.readouterr().err
+
+
+def test_a_kill_between_nimbus_reading_and_ending_a_rebalance_is_kept_and_nothing_reassigned(
+        nimbus: Nimbus, zk_conf: dict[str, Any]) -> None:
+    state = nimbus.state
+    topology_on_one_worker(state, "active")
+    assert main(["rebalance", "ids", "-w", "0", "-n", "2", *cli_overrides(zk_conf)]) == 0
+    update = state.update_topology
+
+    def kill_first(topology_id: str, change: Any, attempts: int = 10) -> Any:
+        # the user's kill lands after this round read the record, before it writes
+        assert main(["kill", "ids", "-w", "30", *cli_overrides(zk_conf)]) == 0
+        return update(topology_id, change, attempts)
+
+    state.update_topology = kill_first  # type: ignore[method-assign]
+    try:
+        nimbus.monitor(now=1000.0)
+    finally:
+        state.update_topology = update  # type: ignore[method-assign]
+    record = state.get_topology(TID) or {}
+    assert (record["status"], record.get("rebalance")) == ("killed", False)  # not undone
+    assert len((state.get_assignment(TID) or {})["slots"]) == 1  # not reassigned

@@ -91,3 +91,22 @@ def test_a_worker_that_sees_a_timed_request_late_applies_what_is_left_of_it() ->
     untimed = {"a": {"level": "DEBUG", "requested": 1500.0}}  # until reset: any time
     assert levels_of(over.update(untimed, 2.0, lambda name: 0, wall=2e9)) == [
         ("a", logging.DEBUG)]
+
+
+def test_a_newer_request_already_over_puts_back_the_one_in_force() -> None:
+    levels = LogLevels()
+    assert levels_of(levels.update({"a": {"level": "DEBUG", "requested": 1000.0}}, 0.0,
+                                   lambda name: logging.WARNING, wall=1000.0)) == [
+        ("a", logging.DEBUG)]
+    # ERROR for 5 s, requested by a host whose clock is 10 s behind this one's
+    newer = {"a": {"level": "ERROR", "timeout_secs": 5, "requested": 1010.0}}
+    (back,) = levels.update(newer, 20.0, lambda name: logging.DEBUG, wall=1020.0)
+    assert (back.level, back.why) == (logging.WARNING, "back to WARNING (a newer request is over)")
+    assert levels.update(newer, 21.0, lambda name: 0, wall=1021.0) == []
+
+
+def test_a_late_worker_says_what_is_left_of_the_timeout() -> None:
+    (change,) = LogLevels().update({"a": {"level": "DEBUG", "timeout_secs": 30,
+                                          "requested": 1000.0}}, 0.0, lambda name: 0,
+                                   wall=1012.0)
+    assert change.why == "DEBUG for 18 s, what is left of 30"
