@@ -114,9 +114,11 @@ SCHEMA: dict[str, Setting] = {
         "(ZeroMQ caps it at 6553500).", minimum=1, maximum=6553500),
     "storm.messaging.zmq.keepalive.secs": Setting(
         60, "int", "A connection idle this long gets TCP keepalive probes (4, a quarter "
-        "of this apart), so that one whose peer's host vanished without closing it is "
-        "dropped in about twice this time instead of held for ever; 0 turns keepalive "
-        "off. At most 32767 (Linux's bound).", minimum=0, maximum=32767),
+        "of this apart), and one with data in flight is given that long twice for it to "
+        "be acknowledged (TCP_USER_TIMEOUT), so that one whose peer's host vanished "
+        "without closing it is dropped in about twice this time instead of held for "
+        "ever (idle) or about 15 minutes (sending); 0 turns both off. At most 32767 "
+        "(Linux's bound).", minimum=0, maximum=32767),
     "storm.messaging.zmq.transfer.batch.size": Setting(
         262144, "int", "Target frame size in bytes; larger batches are split.",
         minimum=1),
@@ -142,9 +144,11 @@ SCHEMA: dict[str, Setting] = {
         1000, "int", "Reconnect backoff cap.", minimum=1),
     "storm.messaging.tcp.keepalive.secs": Setting(
         60, "int", "A connection idle this long gets TCP keepalive probes (4, a quarter "
-        "of this apart), so that one whose peer's host vanished without closing it is "
-        "dropped in about twice this time instead of held for ever; 0 turns keepalive "
-        "off. At most 32767 (Linux's bound).", minimum=0, maximum=32767),
+        "of this apart), and one with data in flight is given that long twice for it to "
+        "be acknowledged (TCP_USER_TIMEOUT), so that one whose peer's host vanished "
+        "without closing it is dropped in about twice this time instead of held for "
+        "ever (idle) or about 15 minutes (sending); 0 turns both off. At most 32767 "
+        "(Linux's bound).", minimum=0, maximum=32767),
     "storm.messaging.tcp.transfer.batch.size": Setting(
         262144, "int", "Target frame size in bytes; larger batches are split.",
         minimum=1),

@@ -57,6 +57,22 @@ class LinkSettings:
         count = 4
         return self.keepalive_secs, max(1, self.keepalive_secs // count), count
 
+    def unacked_timeout_ms(self) -> int | None:
+        """The longest time (ms) data may stay unacknowledged before the kernel gives
+        the connection up (TCP_USER_TIMEOUT; zmq's TCP_MAXRT), or None when keepalive
+        is off.
+
+        Why: keepalive probes only an idle connection. One with data in flight to a
+        host that vanished is retransmitted to for about 15 minutes (tcp_retries2)
+        before the kernel gives up, and all that while the sender's frames to it,
+        and its tuples, wait. The same window as keepalive's: a dead peer is given
+        up about as soon whether the connection was idle or not."""
+        probes = self.keepalive_probes()
+        if probes is None:
+            return None
+        idle, interval, count = probes
+        return (idle + interval * count) * 1000
+
     def send_deadline(self) -> float | None:
         """When (time.monotonic) a send() starting now must give up; None: never."""
         return None if self.send_timeout is None else time.monotonic() + self.send_timeout

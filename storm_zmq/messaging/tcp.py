@@ -136,6 +136,9 @@ class Context(_Context):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
+            unacked = self.link.unacked_timeout_ms()
+            if unacked is not None and hasattr(socket, "TCP_USER_TIMEOUT"):  # Linux
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, unacked)
 
 
 class _Handshaking:

@@ -245,6 +245,9 @@ class Context(_Context):
             sock.setsockopt(zmq.TCP_KEEPALIVE_IDLE, idle)
             sock.setsockopt(zmq.TCP_KEEPALIVE_INTVL, interval)
             sock.setsockopt(zmq.TCP_KEEPALIVE_CNT, count)
+            unacked = self.link.unacked_timeout_ms()
+            if unacked is not None:  # TCP_USER_TIMEOUT (see LinkSettings.unacked_timeout_ms)
+                sock.setsockopt(zmq.TCP_MAXRT, unacked)
         return sock
 
     def _track(self, connection: _ZmqConnection) -> _ZmqConnection:

@@ -259,3 +259,93 @@ def test_a_server_drops_the_connection_of_a_peer_whose_host_vanished(
         for context, server in servers.values():
             server.close()
             context.term()
+
+
+# A server on another "host": binds both transports' servers, says so, then reads
+# (and drops) whatever comes until killed.
+_FAR_SERVER = """
+import sys
+from storm_zmq.config import DEFAULTS
+from storm_zmq.messaging import TRANSPORT_ALIASES, load_context
+servers = []
+for name, port in zip(("zmq", "tcp"), sys.argv[1:]):
+    conf = {**DEFAULTS, "storm.messaging.transport": TRANSPORT_ALIASES[name]}
+    servers.append(load_context(conf).bind("topo", int(port)))
+print("bound", flush=True)
+while True:
+    for server in servers:
+        server.recv(0.05)
+"""
+
+
+def _established_to(address: str, port: int) -> bool:
+    """Whether this host has an established TCP connection to `address`:`port`."""
+    remote = "".join(f"{int(part):02X}" for part in reversed(address.split("."))) + f":{port:04X}"
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[2] == remote and fields[3] == ESTABLISHED:
+            return True
+    return False
+
+
+def test_a_client_with_data_in_flight_to_a_vanished_host_gives_the_connection_up(
+    far_host: tuple[str, str, str],
+) -> None:
+    """The server's link goes down while the client sends: its data is never
+    acknowledged. Keepalive probes only idle connections, so without a limit on
+    unacknowledged data the kernel would retransmit for about 15 minutes, holding
+    the client's frames; with keepalive.secs 1 (TCP_USER_TIMEOUT, zmq's TCP_MAXRT,
+    of 1 + 4 x 1 s) it gives the connection up within seconds."""
+    ns, link, subnet = far_host
+    far = f"{subnet}.2"
+    ports = [free_port(), free_port()]
+    server = subprocess.Popen(
+        ["ip", "netns", "exec", ns, sys.executable, "-c", _FAR_SERVER, *map(str, ports)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
+    clients = {}
+    try:
+        assert server.stdout is not None
+        if server.stdout.readline() != "bound\n":
+            server.kill()
+            pytest.fail(f"the far server did not bind: {server.communicate(timeout=10)[1]}")
+        for name, port in zip(NETWORK_TRANSPORTS, ports, strict=True):
+            context = load_context(transport_conf(name, {"keepalive.secs": 1,
+                                                         "send.timeout.ms": 200}))
+            clients[name] = (context, context.connect("topo", far, port), port)
+        payload = [TaskMessage(1, b"x" * 65536)]
+
+        def send_all() -> None:
+            for _, client, _ in clients.values():
+                try:
+                    client.send(payload)
+                except SendTimeout:
+                    pass
+
+        deadline = time.monotonic() + 15
+        while not all(_established_to(far, port) for _, _, port in clients.values()):
+            assert time.monotonic() < deadline, "no connection to the far server"
+            send_all()
+            time.sleep(0.05)
+        run("ip", "netns", "exec", ns, "ip", "link", "set", link, "down")
+        vanished = time.monotonic()
+        given_up: dict[str, float] = {}
+        while len(given_up) < len(clients) and time.monotonic() < vanished + 30:
+            send_all()  # data in flight all along: keepalive never probes
+            for name, (_, _, port) in clients.items():
+                if name not in given_up and not _established_to(far, port):
+                    given_up[name] = time.monotonic() - vanished
+            time.sleep(0.1)
+        print(f"given up after (s): {given_up}")
+        assert set(given_up) == set(clients), f"only {given_up} gave the vanished host up"
+    finally:
+        server.kill()
+        server.wait(10)
+        for context, client, _ in clients.values():
+            client.close()
+            context.term()
+
+
+@pytest.mark.parametrize(("secs", "unacked_ms"), [(60, 120_000), (7, 11_000), (1, 5_000), (0, None)])
+def test_unacknowledged_data_is_given_the_keepalive_window(secs: int, unacked_ms: int | None) -> None:
+    link = LinkSettings.from_conf({"storm.messaging.tcp.keepalive.secs": secs}, "storm.messaging.tcp.")
+    assert link.unacked_timeout_ms() == unacked_ms
