@@ -87,7 +87,7 @@ def add_parser(subparsers: Any) -> None:
                      "level, for a while or until reset (Storm's set_log_level)", set_log_level)
     levels.add_argument("name")
     levels.add_argument("-l", "--level", action="append", default=[], metavar="LOGGER=LEVEL[:SECS]",
-                        help="e.g. ROOT=DEBUG:30 or storm_zmq.component.count=WARN; ROOT is "
+                        help="e.g. ROOT=DEBUG:30 or storm_zmq.component.count_bolt=WARN; ROOT is "
                              "the root logger; SECS 0 or none: until reset (repeatable)")
     levels.add_argument("-r", "--reset", action="append", default=[], metavar="LOGGER",
                         help="put LOGGER back to the level it had (repeatable)")
@@ -431,9 +431,12 @@ def set_log_level(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"-l {exc}") from None
     now = time.time()
+    had: set[str] = set()  # loggers with a request before this one (for -r's message)
 
     def change(record: dict[str, Any]) -> dict[str, Any]:
         before = record.get("log_levels")
+        had.clear()
+        had.update(before if isinstance(before, dict) else ())
         levels = {name: request for name, request in
                   (before.items() if isinstance(before, dict) else ())
                   # a timed request long over is dropped (its workers are done with it)
@@ -450,7 +453,8 @@ def set_log_level(args: argparse.Namespace) -> int:
         print(f"{args.name!r}: logger {logger} at {level} "
               + (f"for {secs:g} s" if secs else "until reset"))
     for logger in args.reset:
-        print(f"{args.name!r}: logger {logger} back to the level it had")
+        print(f"{args.name!r}: logger {logger} back to the level it had" if logger in had else
+              f"{args.name!r}: logger {logger} had no level set (nothing to reset)")
     return 0
 
 

@@ -27,7 +27,7 @@ def add_parser(subparsers: Any) -> None:
         "and its rate per second, until Ctrl-C (cluster mode; Storm's monitor).",
     )
     parser.add_argument("name", metavar="NAME", help="the topology's name (see storm-zmq list)")
-    parser.add_argument("-i", "--interval", type=_positive, default=4.0, metavar="SECS",
+    parser.add_argument("-i", "--interval", type=_interval, default=4.0, metavar="SECS",
                         help="seconds between lines (default 4, as Storm's)")
     parser.add_argument("-m", "--component", action="append", default=[], metavar="COMPONENT",
                         help="only this component (repeatable; default: all but the acker)")
@@ -40,13 +40,22 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=monitor_topology)
 
 
-def _positive(text: str) -> float:
+#: The shortest -i: workers report once a second (worker.heartbeat.frequency.secs).
+MIN_INTERVAL = 1.0
+
+
+def _interval(text: str) -> float:
     from storm_zmq.cluster.requests import seconds
 
     try:
-        return seconds(text, "", positive=True)
+        value = seconds(text, "", positive=True)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}") from None
+        value = 0.0
+    if value < MIN_INTERVAL:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds >= {MIN_INTERVAL:g} (workers report once a "
+            f"second), got {text!r}")
+    return value
 
 
 def _rounds(text: str) -> int:
@@ -75,7 +84,8 @@ def monitor_topology(args: argparse.Namespace) -> int:
     source = ClusterSource(state, cache_secs=0.0)
     rounds = 0
     seen = False  # the topology, once: later, its absence means it was removed
-    said_waiting = False
+    waiting = False  # said that no worker reports, until one does again
+    status = None  # the topology's, said when it changes
     try:
         while True:
             try:
@@ -92,15 +102,21 @@ def monitor_topology(args: argparse.Namespace) -> int:
                 raise UsageError(f"topology {args.name} has no component "
                                  f"{', '.join(map(repr, missing))} (it has "
                                  f"{', '.join(sorted(known)) or 'none'})")
-            if not summary.totals()["workers_reporting"] and not said_waiting:
-                print(f"no worker of {args.name!r} reports yet (not assigned, or starting); "
-                      "waiting", file=sys.stderr, flush=True)
-                said_waiting = True
+            if summary.status != status:
+                if status is not None:
+                    print(f"topology {args.name!r} is {summary.status} now", file=sys.stderr,
+                          flush=True)
+                status = summary.status
+            reporting = summary.totals()["workers_reporting"]
+            if not reporting and not waiting:
+                print(f"no worker of {args.name!r} reports (not assigned yet, starting, or "
+                      "moving); waiting", file=sys.stderr, flush=True)
+            waiting = not reporting
             rows = throughput.update(summary)
             if any(row.rate is not None for row in rows):
-                if rounds == 0:
+                if rounds == 0:  # growth since the last line; its rate by the reports' times
                     print(f"{'time':<8}  {'component':<24} {'kind':<6} {'executors':>9} "
-                          f"{args.watch:>12} {'per second':>12}")
+                          f"{'+' + args.watch:>12} {'per second':>12}")
                 stamp = time.strftime("%H:%M:%S")
                 for row in rows:
                     grown = "-" if row.grown is None else f"{row.grown:,}"

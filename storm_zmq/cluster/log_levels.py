@@ -107,7 +107,7 @@ class LogLevels:
             level = str(request["level"]).upper()
             changes.append(LevelChange(name, LEVELS[level], (
                 f"{level} until reset" if not timeout else f"{level} for {timeout:g} s"
-                if left == timeout else f"{level} for {left:.0f} s, what is left of {timeout:g}")))
+                if left == timeout else f"{level} for {left:.1f} s, what is left of {timeout:g}")))
         for name, (marker, ends) in list(self._applied.items()):
             removed = name not in wanted  # with -r (a newer request was applied above)
             expired = ends is not None and now >= ends

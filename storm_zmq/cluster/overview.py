@@ -73,6 +73,10 @@ class ClusterOverview:
     topologies: int
     #: the id of the nimbus that leads (its node in the election), None: none leads
     leader: str | None = None
+    #: workers an assignment places on a supervisor that is not registered (it
+    #: stopped, or its host died): (topology name, supervisor id, host, port).
+    #: Nimbus moves them to free slots; until then the topology runs without them.
+    stranded: tuple[tuple[str, str, str, int], ...] = ()
 
     @property
     def slots(self) -> int:
@@ -104,6 +108,8 @@ class ClusterOverview:
         return {"supervisors": len(self.supervisors), "slots": self.slots,
                 "used_slots": self.used_slots, "free_slots": self.free_slots,
                 "topologies": self.topologies, "leader": self.leader,
+                "stranded": [{"topology": t, "supervisor": s, "host": h, "port": p}
+                             for t, s, h, p in self.stranded],
                 "nimbus_list": [n.to_dict() for n in self.nimbuses],
                 "supervisor_list": [s.to_dict() for s in self.supervisors]}
 
@@ -138,11 +144,15 @@ def cluster_overview(
     `names` topology id -> name (an id without one is shown as the id). Sorted
     by host and id, so that the output is the same from one call to the next."""
     held: dict[tuple[str, int], str] = {}
+    stranded = []
     for topology_id, assignment in assignments.items():
         for slot in (assignment or {}).get("slots") or ():
             try:
-                supervisor, _host, port = slot
-                held[(str(supervisor), int(port))] = names.get(topology_id, topology_id)
+                supervisor, host, port = slot
+                name = names.get(topology_id, topology_id)
+                held[(str(supervisor), int(port))] = name
+                if str(supervisor) not in supervisors:
+                    stranded.append((name, str(supervisor), str(host), int(port)))
             except (TypeError, ValueError):
                 continue
     rows = []
@@ -164,6 +174,7 @@ def cluster_overview(
         supervisors=tuple(sorted(rows, key=lambda s: (s.host, s.id))),
         topologies=len(names),
         leader=leader,
+        stranded=tuple(sorted(stranded)),
     )
 
 

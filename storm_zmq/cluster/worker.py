@@ -153,12 +153,12 @@ class ZooKeeperControl:
     def _set_log_levels(self, requests: dict[str, Any]) -> None:
         changes = self._log_levels.update(requests, time.monotonic(),
                                           lambda name: python_logger(name).level, time.time())
-        for change in changes:  # said while INFO is likely on: before a request, after a reset
-            if not change.reset:
-                log.info("set_log_level: logger %s at %s", change.logger, change.why)
+        for change in changes:
             python_logger(change.logger).setLevel(change.level)
-            if change.reset:
-                log.info("set_log_level: logger %s %s", change.logger, change.why)
+            # said whatever the levels now are (ROOT=WARN would hide an INFO line)
+            said = max(logging.INFO, log.getEffectiveLevel())
+            log.log(said, "set_log_level: logger %s %s%s", change.logger,
+                    "" if change.reset else "at ", change.why)
 
     def _sync(self, state: ClusterState) -> None:
         assignment = state.get_assignment(self.topology_id)

@@ -290,7 +290,7 @@ class _Handler(BaseHTTPRequestHandler):
                                                    f"address or this machine's name, not {host!r}"}
         name, action = match.groups()
         try:
-            wait, workers = self._action_body()
+            wait, workers = self._action_body(action)
         except ValueError as exc:
             return HTTPStatus.BAD_REQUEST, {"error": str(exc)}
         try:
@@ -312,8 +312,9 @@ class _Handler(BaseHTTPRequestHandler):
         log.info("%s: %s", self.address_string(), message)
         return HTTPStatus.OK, {"message": message}
 
-    def _action_body(self) -> tuple[float | None, int | None]:
-        """(wait_secs, num_workers) of the request's JSON body, each None if absent."""
+    def _action_body(self, action: str) -> tuple[float | None, int | None]:
+        """(wait_secs, num_workers) of the request's JSON body, each None if absent;
+        ValueError for a body `action` does not take."""
         if self.headers.get("Transfer-Encoding"):  # a body this server would not read
             raise ValueError("send the body with a Content-Length, not chunked")
         try:
@@ -326,18 +327,28 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length) or b"{}")
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ValueError(f"the body is not JSON: {exc}") from None
-        if not isinstance(body, dict) or set(body) - {"wait_secs", "num_workers"}:
-            raise ValueError('the body is a JSON object with "wait_secs" and/or "num_workers"')
+        takes = {"kill": {"wait_secs"}, "rebalance": {"wait_secs", "num_workers"}}.get(action, set())
+        if not isinstance(body, dict):
+            raise ValueError(f"expected a JSON object as the body, got {json.dumps(body)}")
+        if set(body) - takes:
+            unknown = ", ".join(sorted(set(body) - takes))
+            raise ValueError(f"{action} takes {' and '.join(sorted(takes)) or 'no body'}, "
+                             f"not {unknown}")
         wait, workers = body.get("wait_secs"), body.get("num_workers")
-        if wait is not None and not isinstance(wait, int | float):  # "5": a typo's text
-            raise ValueError(f"wait_secs must be a number of seconds >= 0, got {wait!r}")
+        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int | float)):
+            raise ValueError(f"wait_secs must be a number of seconds >= 0, got {json.dumps(wait)}")
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                     or workers < 1):
-            raise ValueError(f"num_workers must be an integer >= 1, got {workers!r}")
+            raise ValueError(f"num_workers must be an integer >= 1, got {json.dumps(workers)}")
         return (None if wait is None else seconds(wait, "wait_secs")), workers
 
     def _route(self, path: str) -> None:
         source = self.server.source
+        if _ACTION_PATH.fullmatch(unquote(path)):
+            self._send(HTTPStatus.METHOD_NOT_ALLOWED,
+                       _json({"error": "a topology action is a POST (see docs/observability.md)"}),
+                       "application/json", {"Allow": "POST"})
+            return
         if path in _STATIC:
             name, content_type = _STATIC[path]
             self._send(HTTPStatus.OK, _static(name), content_type)
@@ -368,8 +379,11 @@ class _Handler(BaseHTTPRequestHandler):
             log.info("serving %s again", path)
         self._send(HTTPStatus.OK, body, kind)
 
-    def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
+    def _send(self, status: HTTPStatus, body: bytes, content_type: str,
+              headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")

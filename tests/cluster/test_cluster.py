@@ -363,7 +363,7 @@ def test_deactivate_activate_and_rebalance(cluster: Cluster) -> None:
     # miss one worker's newer report, which keeps its last rate: 100 at the least)
     monitor = cluster.cli("monitor", "ClusterIds", "-i", "2", "-n", "2", "-m", "numbers")
     header, *lines = monitor.stdout.splitlines()
-    assert header.split() == ["time", "component", "kind", "executors", "emitted", "per", "second"]
+    assert header.split() == ["time", "component", "kind", "executors", "+emitted", "per", "second"]
     assert [line.split()[1:3] for line in lines] == [["numbers", "spout"]] * 2, monitor.stdout
     rates = [float(line.split()[-1].replace(",", "")) for line in lines]
     assert all(80 <= rate <= 300 for rate in rates), monitor.stdout

@@ -326,8 +326,10 @@ def test_monitor_names_what_it_cannot_find(
     assert "no running topology named 'nope' (running: ids)" in capsys.readouterr().err
     assert main(["monitor", "ids", "-m", "numbers", "-m", "count", *cli_overrides(zk_conf)]) == 2
     assert "topology ids has no component 'count' (it has numbers)" in capsys.readouterr().err
-    assert main(["monitor", "ids", "-i", "0", *cli_overrides(zk_conf)]) == 2
-    assert "expected a number of seconds > 0, got '0'" in capsys.readouterr().err
+    for interval in ("0", "1e-9", "nan"):  # below a report a second it only spins
+        assert main(["monitor", "ids", "-i", interval, *cli_overrides(zk_conf)]) == 2
+        assert f"expected a number of seconds >= 1 (workers report once a second), got " \
+            f"{interval!r}" in capsys.readouterr().err
 
 
 def test_set_log_level_records_requests_for_the_workers_and_resets_them(
@@ -342,8 +344,9 @@ def test_set_log_level_records_requests_for_the_workers_and_resets_them(
     levels = state.get_topology(TID)["log_levels"]
     assert {name: (r["level"], r["timeout_secs"]) for name, r in levels.items()} == {
         "ROOT": ("DEBUG", 30.0), "a.b": ("WARN", 0.0)}
-    assert main(["set_log_level", "ids", "-r", "a.b", *cli_overrides(zk_conf)]) == 0
-    assert capsys.readouterr().out == "'ids': logger a.b back to the level it had\n"
+    assert main(["set_log_level", "ids", "-r", "a.b", "-r", "x.y", *cli_overrides(zk_conf)]) == 0
+    assert capsys.readouterr().out == ("'ids': logger a.b back to the level it had\n"
+                                       "'ids': logger x.y had no level set (nothing to reset)\n")
     assert set(state.get_topology(TID)["log_levels"]) == {"ROOT"}
     # a timed request long over is dropped with the next one
     record = state.get_topology(TID)

@@ -109,4 +109,4 @@ def test_a_late_worker_says_what_is_left_of_the_timeout() -> None:
     (change,) = LogLevels().update({"a": {"level": "DEBUG", "timeout_secs": 30,
                                           "requested": 1000.0}}, 0.0, lambda name: 0,
                                    wall=1012.0)
-    assert change.why == "DEBUG for 18 s, what is left of 30"
+    assert change.why == "DEBUG for 18.0 s, what is left of 30"

@@ -98,3 +98,15 @@ def test_an_empty_cluster_says_what_to_start() -> None:
                                     "0 topologies; no nimbus leads: nothing is assigned "
                                     "until one does")
     assert "no supervisor is registered: start one with storm-zmq supervisor" in text
+    assert "workers on no registered supervisor" not in text
+
+
+def test_workers_on_a_supervisor_that_is_gone_are_listed() -> None:
+    overview = cluster_overview(
+        {"s1": {"host": "h1", "ports": [6700]}}, {}, "n1",
+        {"wc-1": {"slots": [["s1", "h1", 6700], ["s2", "h2", 6701]]}}, {"wc-1": "wordcount"},
+        now=0.0)
+    text = format_overview(overview)
+    assert ("workers on no registered supervisor (stopped, or its host is down): nimbus "
+            "moves them to free slots, if any") in text
+    assert re.search(r"^\s+wordcount\s+s2\s+h2:6701$", text, re.M), text

@@ -522,17 +522,24 @@ def test_actions_are_refused_when_off_in_a_local_run_and_for_a_bad_body() -> Non
     with MetricsServer(source, "127.0.0.1", 0) as on:  # type: ignore[arg-type]
         url = on.url + "api/topology/a%2Fb/rebalance"  # a name is taken as it is, unquoted
         for body, error in [
-            (b"[]", 'the body is a JSON object with "wait_secs" and/or "num_workers"'),
-            (b'{"workers": 2}', 'the body is a JSON object with "wait_secs" and/or "num_workers"'),
+            (b"[]", "expected a JSON object as the body, got []"),
+            (b'{"workers": 2}', "rebalance takes num_workers and wait_secs, not workers"),
             (b"{", "the body is not JSON: "),
             (b'{"wait_secs": -1}', "wait_secs must be a number of seconds >= 0, got -1"),
-            (b'{"wait_secs": true}', "wait_secs must be a number of seconds >= 0, got True"),
+            (b'{"wait_secs": true}', "wait_secs must be a number of seconds >= 0, got true"),
             (b'{"num_workers": 1.5}', "num_workers must be an integer >= 1, got 1.5"),
             (b"x" * 5000, "a body of at most 4096 bytes, got 5000"),
         ]:
             status, answer = post(url, body)
             assert status == 400 and answer["error"].startswith(error), (body, answer)
         assert post(on.url + "api/topology/wc/explode")[0] == 404
+        assert post(on.url + "api/topology/wc/activate", b'{"wait_secs": 2}') == (
+            400, {"error": "activate takes no body, not wait_secs"})
+        assert post(on.url + "api/topology/wc/kill", b'{"num_workers": 2}') == (
+            400, {"error": "kill takes wait_secs, not num_workers"})
+        status, _, body = get(on.url + "api/topology/wc/kill")  # a GET changes nothing
+        assert (status, json.loads(body)) == (
+            405, {"error": "a topology action is a POST (see docs/observability.md)"})
         assert source.done == []
         assert post(url, b'{"wait_secs": 2, "num_workers": 3}') == (200, {"message": "done"})
         assert post(on.url + "api/topology/wc/kill", b"") == (200, {"message": "done"})

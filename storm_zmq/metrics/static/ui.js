@@ -114,7 +114,14 @@ function renderCluster(cluster) {
     part("used_slots", cluster.used_slots, cluster.used_slots + " used"), ", ",
     part("free_slots", cluster.free_slots, cluster.free_slots + " free"), "; ",
     part("leader", cluster.leader || "", leader));
-  totals.classList.toggle("error", !cluster.leader);
+  const lost = cluster.stranded || [];
+  const stranded = lost.length;
+  if (stranded) {  // their supervisor is gone: the topologies run without them for now
+    const where = lost.map((w) => w.topology + " " + w.host + ":" + w.port).join(", ");
+    totals.append("; ", part("stranded", stranded, stranded + " worker" + (stranded === 1 ? "" : "s") +
+      " on no registered supervisor (" + where + "): nimbus moves them to free slots, if any"));
+  }
+  totals.classList.toggle("error", !cluster.leader || stranded > 0);
   const tbody = document.querySelector("#supervisors tbody");
   tbody.replaceChildren();
   for (const s of cluster.supervisor_list) {
