@@ -31,6 +31,9 @@ LEVELS = {"ALL": 1, "TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
           "FATAL": logging.CRITICAL, "CRITICAL": logging.CRITICAL, "OFF": logging.CRITICAL + 10}
 #: The root logger's name here, as in Storm.
 ROOT = "ROOT"
+#: A worker that sees a timed request this much after it was made says how much of
+#: it is left (a heartbeat's delay, a second, is not worth saying).
+LATE_SECS = 2.0
 
 
 def python_logger(name: str) -> logging.Logger:
@@ -105,9 +108,10 @@ class LogLevels:
             self._kept.setdefault(name, own_level(name))
             self._applied[name] = (marker, now + left if timeout else None)
             level = str(request["level"]).upper()
+            late = timeout - left >= LATE_SECS  # not just the heartbeat's delay
             changes.append(LevelChange(name, LEVELS[level], (
                 f"{level} until reset" if not timeout else f"{level} for {timeout:g} s"
-                if left == timeout else f"{level} for {left:.1f} s, what is left of {timeout:g}")))
+                if not late else f"{level} for {left:.1f} s, what is left of {timeout:g}")))
         for name, (marker, ends) in list(self._applied.items()):
             removed = name not in wanted  # with -r (a newer request was applied above)
             expired = ends is not None and now >= ends
