@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,25 @@ def test_an_unreachable_zookeeper_is_one_error_line(command: list[str], tmp_path
               if not line.startswith(("packaging ", "packaged "))]  # submit's progress
     assert len(errors) == 1, result.stderr
     assert errors[0].startswith("storm-zmq: error: cannot reach ZooKeeper at ")
+
+
+@contextlib.contextmanager
+def leading(state: ClusterState, nimbus_id: str) -> Iterator[None]:
+    """`nimbus_id` holds the leadership (its node in the election) while inside."""
+    elected, done = threading.Event(), threading.Event()
+
+    def lead() -> None:
+        elected.set()
+        done.wait(30)
+
+    leader = threading.Thread(target=state.leader_election(nimbus_id).run, args=(lead,))
+    leader.start()
+    try:
+        assert elected.wait(10)
+        yield
+    finally:
+        done.set()
+        leader.join(10)
 
 
 @pytest.fixture
@@ -182,21 +202,9 @@ def test_a_request_with_a_leading_nimbus_has_no_warning(
         capsys: pytest.CaptureFixture[str]) -> None:
     state = make_state()
     topology_on_one_worker(state, "active")
-    leading, done = threading.Event(), threading.Event()
-
-    def lead() -> None:
-        leading.set()
-        done.wait(30)
-
-    leader = threading.Thread(target=state.leader_election("n1").run, args=(lead,))
-    leader.start()
-    try:
-        assert leading.wait(10)
+    with leading(state, "n1"):
         assert main(["kill", "ids", *cli_overrides(zk_conf)]) == 0
         assert "warning" not in capsys.readouterr().err
-    finally:
-        done.set()
-        leader.join(10)
 
 
 @pytest.mark.parametrize(("workers", "text"), [("1", "(1 worker)"), ("2", "(2 workers)")])
@@ -292,23 +300,11 @@ def test_cluster_shows_the_supervisors_slots_used_and_free_and_the_leader(
     state.register_supervisor("s2", {"host": "h2", "ports": [6700], "time": time.time(),
                                      "started": time.time() - 120})
     state.register_nimbus("n1", {"host": "h1", "time": time.time()})
-    leading, done = threading.Event(), threading.Event()
-
-    def lead() -> None:
-        leading.set()
-        done.wait(30)
-
-    leader = threading.Thread(target=state.leader_election("n1").run, args=(lead,))
-    leader.start()
-    try:
-        assert leading.wait(10)
+    with leading(state, "n1"):
         assert main(["cluster", *cli_overrides(zk_conf)]) == 0
         out = capsys.readouterr().out
         assert main(["cluster", "--json", *cli_overrides(zk_conf)]) == 0
         data = json.loads(capsys.readouterr().out)
-    finally:
-        done.set()
-        leader.join(10)
     assert out.splitlines()[0] == ("2 supervisors, 3 worker slots: 1 used, 2 free; "
                                    "1 topology; nimbus n1 leads")
     assert re.search(r"^\s+s1\s+h1\s+2\s+1\s+1\s+-\s+\S.*\s+ids: 6700$", out, re.M), out
