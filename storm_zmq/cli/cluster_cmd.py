@@ -111,7 +111,7 @@ def _state(conf: dict[str, Any]) -> Any:
 
 
 @contextlib.contextmanager
-def _cluster(args: argparse.Namespace) -> Iterator[Any]:
+def cluster_session(args: argparse.Namespace) -> Iterator[Any]:
     """The cluster state for a one-shot command, closed afterwards. What the cluster
     refuses (no credentials for a protected node, a connection lost half-way) is
     one error line, like an unreachable ZooKeeper."""
@@ -354,7 +354,7 @@ def submit_topology(args: argparse.Namespace) -> int:
     if args.wait > 0:
         from storm_zmq.cli.progress import wait_for_workers
 
-        with _cluster(args) as state:
+        with cluster_session(args) as state:
             if not wait_for_workers(state, topology_id, workers, args.wait, sys.stderr):
                 print(f"not every worker of {name!r} runs after {args.wait:g} s: see "
                       f"storm-zmq logs {name}, and the supervisors' logs", file=sys.stderr)
@@ -377,7 +377,7 @@ def _update(state: Any, topology_id: str, name: str,
 
 def kill_topology(args: argparse.Namespace) -> int:
     outcome, now = Outcome(), time.time()
-    with _cluster(args) as state:
+    with cluster_session(args) as state:
         # A killed topology may be killed again, as in Storm: the new wait replaces
         # the old one (`-w 0` removes a draining topology at nimbus's next round).
         topology_id, _ = _find(state, args.name, killed_too=True)
@@ -391,7 +391,7 @@ def kill_topology(args: argparse.Namespace) -> int:
 
 def set_status(args: argparse.Namespace) -> int:
     outcome = Outcome()
-    with _cluster(args) as state:
+    with cluster_session(args) as state:
         topology_id, _ = _find(state, args.name)
         _update(state, topology_id, args.name,
                 lambda r: status_request(args.name, r, args.status, outcome))
@@ -408,7 +408,7 @@ def rebalance_topology(args: argparse.Namespace) -> int:
     if args.num_workers is not None and args.num_workers < 1:
         raise UsageError(f"-n/--num-workers must be at least 1, got {args.num_workers}")
     outcome, now = Outcome(), time.time()
-    with _cluster(args) as state:
+    with cluster_session(args) as state:
         topology_id, _ = _find(state, args.name)
         _update(state, topology_id, args.name, lambda r: rebalance_request(
             args.name, r, args.wait, args.num_workers, now, outcome))
@@ -446,7 +446,7 @@ def set_log_level(args: argparse.Namespace) -> int:
             levels[logger] = {"level": level, "timeout_secs": secs, "requested": now}
         return {**record, "log_levels": levels}
 
-    with _cluster(args) as state:
+    with cluster_session(args) as state:
         topology_id, _ = _find(state, args.name)
         _update(state, topology_id, args.name, change)
     for logger, level, secs in requests:
@@ -469,7 +469,7 @@ def _ended(request: Any, now: float) -> bool:
 
 
 def list_topologies(args: argparse.Namespace) -> int:
-    with _cluster(args) as state:
+    with cluster_session(args) as state:
         rows = []
         for topology_id in state.topologies():
             record = state.get_topology(topology_id)
@@ -491,7 +491,7 @@ def list_topologies(args: argparse.Namespace) -> int:
 def show_cluster(args: argparse.Namespace) -> int:
     from storm_zmq.metrics.text import format_overview
 
-    with _cluster(args) as state:
+    with cluster_session(args) as state:
         overview: ClusterOverview = read_overview(state)
     if args.json:
         print(json.dumps(overview.to_dict(), indent=2))

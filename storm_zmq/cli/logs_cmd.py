@@ -203,14 +203,14 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    from storm_zmq.cli.cluster_cmd import _cluster, _find
+    from storm_zmq.cli.cluster_cmd import _find, cluster_session
 
     out = out or sys.stdout
     err = err or sys.stderr
     if args.lines < 0:
         raise UsageError(f"--lines must be at least 0, got {args.lines}")
     printer = LogPrinter(out, err, args.component, args.lines)
-    with _cluster(args) as state:
+    with cluster_session(args) as state:
         # a killed topology's workers drain (and run cleanup()) until nimbus removes
         # it: their logs are what its owner wants to see then
         topology_id, record = _find(state, args.name, killed_too=True)

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
+from storm_zmq.cli import UsageError, add_config_arguments
 
 #: The counters -w may watch (storm_zmq.metrics.summary.COUNTERS that users read).
 WATCHED = ("emitted", "transferred", "executed", "acked", "failed")
@@ -69,66 +69,60 @@ def _rounds(text: str) -> int:
 
 
 def monitor_topology(args: argparse.Namespace) -> int:
-    from storm_zmq.cli.cluster_cmd import quiet_kazoo
-    from storm_zmq.cluster.state import ClusterState, ClusterStateError
+    from storm_zmq.cli.cluster_cmd import cluster_session
+
+    with cluster_session(args) as state:  # ZooKeeper's errors: one line, as every command's
+        return _watch(args, state)
+
+
+def _watch(args: argparse.Namespace, state: Any) -> int:
     from storm_zmq.metrics.sources import ClusterSource, UnknownTopology
     from storm_zmq.metrics.throughput import Throughput
 
-    conf = load_config_from_args(args)
-    quiet_kazoo()
-    try:
-        state = ClusterState(conf).start(timeout=conf["storm.zookeeper.connection.timeout"] / 1000)
-    except ClusterStateError as exc:
-        raise UsageError(str(exc)) from None
     throughput = Throughput(args.watch, tuple(args.component))
     source = ClusterSource(state, cache_secs=0.0)
     rounds = 0
     seen = False  # the topology, once: later, its absence means it was removed
     waiting = False  # said that no worker reports, until one does again
     status = None  # the topology's, said when it changes
-    try:
-        while True:
-            try:
-                summary = source.summary(args.name)
-            except UnknownTopology as exc:
-                if seen:
-                    print(f"topology {args.name!r} is gone", file=sys.stderr)
-                    return 1
-                raise UsageError(str(exc)) from None
-            seen = True
-            known = {c.name for c in summary.components}
-            missing = [name for name in args.component if name not in known]
-            if missing:
-                raise UsageError(f"topology {args.name} has no component "
-                                 f"{', '.join(map(repr, missing))} (it has "
-                                 f"{', '.join(sorted(known)) or 'none'})")
-            if summary.status != status:
-                if status is not None:
-                    print(f"topology {args.name!r} is {summary.status} now", file=sys.stderr,
-                          flush=True)
-                status = summary.status
-            reporting = summary.totals()["workers_reporting"]
-            if not reporting and not waiting:
-                print(f"no worker of {args.name!r} reports (not assigned yet, starting, or "
-                      "moving); waiting", file=sys.stderr, flush=True)
-            waiting = not reporting
-            rows = throughput.update(summary)
-            if any(row.rate is not None for row in rows):
-                if rounds == 0:  # growth since the last line; its rate by the reports' times
-                    print(f"{'time':<8}  {'component':<24} {'kind':<6} {'executors':>9} "
-                          f"{'+' + args.watch:>12} {'per second':>12}")
-                stamp = time.strftime("%H:%M:%S")
-                for row in rows:
-                    grown = "-" if row.grown is None else f"{row.grown:,}"
-                    rate = "-" if row.rate is None else f"{row.rate:,.0f}"
-                    print(f"{stamp:<8}  {row.component:<24} {row.kind:<6} {row.executors:>9} "
-                          f"{grown:>12} {rate:>12}", flush=True)
-                rounds += 1
-                if rounds == args.rounds:
-                    return 0
-            time.sleep(args.interval)
-    except ClusterStateError as exc:
-        raise UsageError(str(exc)) from None
-    finally:
-        state.stop()
+    while True:
+        try:
+            summary = source.summary(args.name)
+        except UnknownTopology as exc:
+            if seen:
+                print(f"topology {args.name!r} is gone", file=sys.stderr)
+                return 1
+            raise UsageError(str(exc)) from None
+        seen = True
+        known = {c.name for c in summary.components}
+        missing = [name for name in args.component if name not in known]
+        if missing:
+            raise UsageError(f"topology {args.name} has no component "
+                             f"{', '.join(map(repr, missing))} (it has "
+                             f"{', '.join(sorted(known)) or 'none'})")
+        if summary.status != status:
+            if status is not None:
+                print(f"topology {args.name!r} is {summary.status} now", file=sys.stderr,
+                      flush=True)
+            status = summary.status
+        reporting = summary.totals()["workers_reporting"]
+        if not reporting and not waiting:
+            print(f"no worker of {args.name!r} reports (not assigned yet, starting, or "
+                  "moving); waiting", file=sys.stderr, flush=True)
+        waiting = not reporting
+        rows = throughput.update(summary)
+        if any(row.rate is not None for row in rows):
+            if rounds == 0:  # growth since the last line; its rate by the reports' times
+                print(f"{'time':<8}  {'component':<24} {'kind':<6} {'executors':>9} "
+                      f"{'+' + args.watch:>12} {'per second':>12}")
+            stamp = time.strftime("%H:%M:%S")
+            for row in rows:
+                grown = "-" if row.grown is None else f"{row.grown:,}"
+                rate = "-" if row.rate is None else f"{row.rate:,.0f}"
+                print(f"{stamp:<8}  {row.component:<24} {row.kind:<6} {row.executors:>9} "
+                      f"{grown:>12} {rate:>12}", flush=True)
+            rounds += 1
+            if rounds == args.rounds:
+                return 0
+        time.sleep(args.interval)
 

@@ -246,25 +246,24 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("%s %s", self.address_string(), format % args)
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib's name
-        if not self.server._slots.acquire(blocking=False):
-            self._send(HTTPStatus.SERVICE_UNAVAILABLE, _json({"error": "busy, try again"}),
-                       "application/json")
-            return
-        try:
-            self._route(urlsplit(self.path).path)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        finally:
-            self.server._slots.release()
+        self._in_a_slot(lambda: self._route(urlsplit(self.path).path))
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib's name
+        def act() -> None:
+            status, answer = self._act(unquote(urlsplit(self.path).path))
+            self._send(status, _json(answer), "application/json")
+
+        self._in_a_slot(act)
+
+    def _in_a_slot(self, answer: Callable[[], None]) -> None:
+        """Answer within `MAX_REQUESTS` at once (else 503 now); a client gone
+        meanwhile is no error."""
         if not self.server._slots.acquire(blocking=False):
             self._send(HTTPStatus.SERVICE_UNAVAILABLE, _json({"error": "busy, try again"}),
                        "application/json")
             return
         try:
-            status, answer = self._act(unquote(urlsplit(self.path).path))
-            self._send(status, _json(answer), "application/json")
+            answer()
         except (BrokenPipeError, ConnectionResetError):
             pass
         finally:
