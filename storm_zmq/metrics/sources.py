@@ -228,18 +228,14 @@ class ClusterSource:
         outcome, now = Outcome(), self.clock()
         with self._lock:
             topology_id, _ = self._find(name, self._records())
-            if action == "kill":
-                def change(r: dict[str, Any]) -> dict[str, Any]:
-                    return kill_request(name, topology_id, r, wait, now, outcome)
-            elif action in ("activate", "deactivate"):
-                status = "active" if action == "activate" else "inactive"
-
-                def change(r: dict[str, Any]) -> dict[str, Any]:
-                    return status_request(name, r, status, outcome)
-            elif action == "rebalance":
-                def change(r: dict[str, Any]) -> dict[str, Any]:
-                    return rebalance_request(name, r, wait, workers, now, outcome)
-            else:
+            changes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+                "activate": lambda r: status_request(name, r, "active", outcome),
+                "deactivate": lambda r: status_request(name, r, "inactive", outcome),
+                "rebalance": lambda r: rebalance_request(name, r, wait, workers, now, outcome),
+                "kill": lambda r: kill_request(name, topology_id, r, wait, now, outcome),
+            }
+            change = changes.get(action)
+            if change is None:
                 raise ActionRefused(f"no action {action!r} (one of {', '.join(ACTIONS)})")
             # compare-and-set: nimbus may write the record at the same time
             if self.state.update_topology(topology_id, change) is None:  # removed meanwhile

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from tests.messaging.conftest import free_port
+from tests.metrics.test_ui import post
 
 
 def start_ui(conf_file: Path, *args: str) -> subprocess.Popen[str]:
@@ -57,12 +58,12 @@ def test_the_ui_serves_the_cluster_and_stops_on_sigterm(tmp_path: Path, zk_conf:
             'host="127.0.0.1",port="6700",worker="0"} 77' in fetch(url + "metrics")
 
         # Storm's topology actions, as the page's buttons send them
-        assert post(url + "api/topology/t/deactivate", header=False) == (403, {
+        assert post(url + "api/topology/t/deactivate", action_header=False) == (403, {
             "error": "an action needs the header X-Requested-By (the UI's page sends it)"})
         assert state.get_topology("t-1")["status"] == "active"  # nothing done
         assert post(url + "api/topology/t/deactivate") == (200, {"message": "'t' is inactive"})
         assert state.get_topology("t-1")["status"] == "inactive"
-        status, answer = post(url + "api/topology/t/rebalance", {"num_workers": 2, "wait_secs": 1})
+        status, answer = post(url + "api/topology/t/rebalance", b'{"num_workers": 2, "wait_secs": 1}')
         assert status == 200 and answer["message"].startswith(
             "rebalancing 't' over 2 workers: deactivated; nimbus reassigns it 1 s after")
         assert ("; 't' needs 2 worker slots and the cluster's supervisors have 0 in all: it "
@@ -72,9 +73,9 @@ def test_the_ui_serves_the_cluster_and_stops_on_sigterm(tmp_path: Path, zk_conf:
         assert (record["status"], record["rebalance_wait"], record["rebalance_workers"],
                 record["rebalance_status"]) == ("rebalancing", 1, 2, "inactive")
         assert post(url + "api/topology/nope/kill")[0] == 404
-        assert post(url + "api/topology/t/rebalance", {"num_workers": 0}) == (400, {
+        assert post(url + "api/topology/t/rebalance", b'{"num_workers": 0}') == (400, {
             "error": "num_workers must be an integer >= 1, got 0"})
-        assert post(url + "api/topology/t/kill", {"wait_secs": 5})[0] == 200
+        assert post(url + "api/topology/t/kill", b'{"wait_secs": 5}')[0] == 200
         assert state.get_topology("t-1")["kill_wait"] == 5
         assert post(url + "api/topology/t/activate") == (409, {
             "error": "topology 't' was killed and is being removed"})
@@ -84,18 +85,6 @@ def test_the_ui_serves_the_cluster_and_stops_on_sigterm(tmp_path: Path, zk_conf:
         if process.poll() is None:
             process.kill()
             process.wait()
-
-
-def post(url: str, body: dict[str, Any] | None = None,
-         header: bool = True) -> tuple[int, dict[str, Any]]:
-    headers = {"Content-Type": "application/json", **({"X-Requested-By": "test"} if header else {})}
-    request = urllib.request.Request(url, data=json.dumps(body or {}).encode(), headers=headers,
-                                     method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
 
 
 def test_a_busy_port_is_one_line(tmp_path: Path, zk_conf: dict[str, Any]) -> None:

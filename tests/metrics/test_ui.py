@@ -490,9 +490,12 @@ def test_the_cluster_ui_answers_at_once_while_zookeeper_is_down(
     assert "serving" in cluster.log("ui") and "Traceback" not in cluster.log("ui")
 
 
-def post(url: str, body: bytes = b"{}", headers: dict[str, str] | None = None) -> tuple[int, Any]:
+def post(url: str, body: bytes = b"{}", headers: dict[str, str] | None = None,
+         action_header: bool = True) -> tuple[int, Any]:
+    """A topology action as the page sends it (with `action_header`): (status, JSON)."""
+    sent = {"X-Requested-By": "test"} if action_header else {}
     request = urllib.request.Request(url, data=body, method="POST",
-                                     headers={"X-Requested-By": "test", **(headers or {})})
+                                     headers={**sent, **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read())
