@@ -422,7 +422,7 @@ def rebalance_topology(args: argparse.Namespace) -> int:
 def set_log_level(args: argparse.Namespace) -> int:
     """Storm's set_log_level: the requests go into the topology's record, which every
     worker reads at each heartbeat (storm_zmq.cluster.log_levels)."""
-    from storm_zmq.cluster.log_levels import parse_request
+    from storm_zmq.cluster.log_levels import parse_request, request_over
 
     if not args.level and not args.reset:
         raise UsageError("set_log_level needs -l LOGGER=LEVEL[:SECS] or -r LOGGER")
@@ -440,7 +440,7 @@ def set_log_level(args: argparse.Namespace) -> int:
         levels = {name: request for name, request in
                   (before.items() if isinstance(before, dict) else ())
                   # a timed request long over is dropped (its workers are done with it)
-                  if not _ended(request, now) and name not in args.reset}
+                  if not request_over(request, now - 60) and name not in args.reset}
         for logger, level, secs in requests:
             # "requested" also tells this request from the next one for the logger
             levels[logger] = {"level": level, "timeout_secs": secs, "requested": now}
@@ -456,16 +456,6 @@ def set_log_level(args: argparse.Namespace) -> int:
         print(f"{args.name!r}: logger {logger} back to the level it had" if logger in had else
               f"{args.name!r}: logger {logger} had no level set (nothing to reset)")
     return 0
-
-
-def _ended(request: Any, now: float) -> bool:
-    """A timed request whose time was up a minute ago by this clock."""
-    try:
-        requested = float(request["requested"])
-        timeout = float(request.get("timeout_secs") or 0)
-    except (KeyError, TypeError, ValueError):
-        return False
-    return timeout > 0 and now > requested + timeout + 60
 
 
 def list_topologies(args: argparse.Namespace) -> int:

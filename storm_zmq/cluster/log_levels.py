@@ -23,7 +23,8 @@ from typing import Any
 
 from storm_zmq.cluster.requests import seconds
 
-__all__ = ["LEVELS", "ROOT", "LevelChange", "LogLevels", "parse_request", "python_logger"]
+__all__ = ["LEVELS", "ROOT", "LevelChange", "LogLevels", "parse_request", "python_logger",
+           "request_over"]
 
 #: Level names accepted: log4j's, as Storm users write them, and Python's.
 LEVELS = {"ALL": 1, "TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
@@ -56,6 +57,17 @@ def parse_request(spec: str) -> tuple[str, str, float]:
     except ValueError as exc:
         raise ValueError(f"{spec!r}: {exc} (0: until reset)") from None
     return logger.strip(), level, secs
+
+
+def request_over(request: Any, wall: float) -> bool:
+    """Whether a timed request's time is up at `wall` (`time.time()`) by the
+    requester's clock: its "requested" plus its timeout. One until reset never is."""
+    try:
+        requested = float(request["requested"])
+        timeout = float(request.get("timeout_secs") or 0)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+    return timeout > 0 and wall >= requested + timeout
 
 
 @dataclass(frozen=True)

@@ -110,3 +110,12 @@ def test_a_late_worker_says_what_is_left_of_the_timeout() -> None:
                                           "requested": 1000.0}}, 0.0, lambda name: 0,
                                    wall=1012.0)
     assert change.why == "DEBUG for 18.0 s, what is left of 30"
+
+
+def test_a_timed_request_is_over_by_the_requesters_time_plus_its_timeout() -> None:
+    from storm_zmq.cluster.log_levels import request_over
+
+    timed = {"level": "DEBUG", "timeout_secs": 30, "requested": 1000.0}
+    assert not request_over(timed, 1029.9) and request_over(timed, 1030.0)
+    assert not request_over({"level": "DEBUG", "requested": 1000.0}, 1e12)  # until reset
+    assert not request_over("DEBUG", 1e12) and not request_over({"timeout_secs": 1}, 1e12)
