@@ -14,6 +14,7 @@ main loop, is what the supervisor watches to restart a hung worker.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -27,6 +28,7 @@ from typing import Any
 
 from storm_zmq.cluster.heartbeat import worker_beat
 from storm_zmq.cluster.log_levels import LogLevels, python_logger
+from storm_zmq.cluster.processes import EXIT_FILE
 from storm_zmq.cluster.state import ClusterState, worker_zookeeper_conf
 from storm_zmq.logs import configure_worker_logging
 from storm_zmq.runtime.assignment import WorkerSlot
@@ -256,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()
+    # for a supervisor that adopted this worker (not its child: it cannot wait for it)
+    with contextlib.suppress(OSError):
+        (Path(args.launch_file).parent / EXIT_FILE).write_text(str(code))
     os._exit(code)
 
 

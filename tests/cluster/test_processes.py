@@ -1,0 +1,118 @@
+"""Workers a supervisor adopts (storm_zmq.cluster.processes), with real processes
+standing in for workers: how they are found by their pid files and command lines,
+watched without being waited for, and how their exit codes are learnt. Supervisors
+adopting real workers are in tests/cluster/test_cluster.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from storm_zmq.cluster.processes import (
+    EXIT_FILE,
+    PID_FILE,
+    UNKNOWN_EXIT,
+    WORKER_MODULE,
+    AdoptedProcess,
+    exit_text,
+    find_workers,
+)
+
+#: Sleeps until told to stop; on SIGTERM writes code 3 to its exit file and exits 3,
+#: as a worker does. Its arguments look like a worker's.
+STAND_IN = """
+import pathlib, signal, sys, time
+def stop(*_):
+    pathlib.Path(sys.argv[3]).with_name("exit").write_text("3")
+    sys.exit(3)
+signal.signal(signal.SIGTERM, stop)
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.fixture
+def started() -> Iterator[list[subprocess.Popen[bytes]]]:
+    processes: list[subprocess.Popen[bytes]] = []
+    yield processes
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
+def stand_in(started: list[subprocess.Popen[bytes]], directory: Path, *, module: str = WORKER_MODULE,
+             restarts: int = 0) -> subprocess.Popen[bytes]:
+    """A process with a worker's command line for `directory`, its pid file written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", STAND_IN, module, "--launch-file", str(directory / "launch.json"),
+         "--restarts", str(restarts)], stdout=subprocess.PIPE)
+    started.append(process)
+    assert process.stdout is not None and process.stdout.readline() == b"ready\n"
+    (directory / PID_FILE).write_text(str(process.pid))
+    return process
+
+
+def test_the_workers_of_a_local_dir_are_found_by_pid_file_and_command_line(
+        tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
+    workers = tmp_path / "workers"
+    ours = stand_in(started, workers / "T-1-6700", restarts=2)
+    # a pid file naming a process that is another directory's worker, one that is
+    # not a worker at all, one of a process that is gone, and one that is garbage
+    stand_in(started, workers / "T-1-6701")
+    (workers / "elsewhere").mkdir()
+    (workers / "elsewhere" / PID_FILE).write_text(str(ours.pid))
+    other = stand_in(started, workers / "T-1-6702", module="something.else")
+    gone = stand_in(started, workers / "T-1-6703")
+    gone.kill()
+    gone.wait()
+    (workers / "garbage").mkdir()
+    (workers / "garbage" / PID_FILE).write_text("not a pid")
+
+    found, stale = find_workers(workers)
+    assert [(w.directory.name, w.process.pid, w.restarts) for w in found] == [
+        ("T-1-6700", ours.pid, 2), ("T-1-6701", started[1].pid, 0)]
+    assert sorted(p.parent.name for p in stale) == ["T-1-6702", "T-1-6703", "elsewhere", "garbage"]
+    assert other.poll() is None  # finding touches no process
+
+
+def test_an_adopted_worker_is_watched_until_it_exits_and_its_code_is_its_exit_file(
+        tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
+    process = stand_in(started, tmp_path / "w")
+    adopted = AdoptedProcess.of(process.pid, tmp_path / "w" / EXIT_FILE)
+    assert adopted is not None and adopted.poll() is None
+    with pytest.raises(subprocess.TimeoutExpired):
+        adopted.wait(0.1)
+    adopted.terminate()
+    # not our child in a supervisor: here it is, and stays a zombie until reaped,
+    # which counts as exited
+    assert adopted.wait(10) == 3
+    assert process.wait(10) == 3
+    adopted.kill()  # gone: signals nothing, raises nothing
+
+
+def test_a_worker_killed_by_a_signal_has_an_unknown_exit_code(
+        tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
+    process = stand_in(started, tmp_path / "w")
+    adopted = AdoptedProcess.of(process.pid, tmp_path / "w" / EXIT_FILE)
+    assert adopted is not None
+    adopted.kill()
+    assert adopted.wait(10) == UNKNOWN_EXIT
+    assert process.wait(10) == -signal.SIGKILL
+    assert exit_text(UNKNOWN_EXIT) == "with an unknown code (killed by a signal, or it crashed)"
+    assert exit_text(-9) == "with code -9"
+
+
+def test_a_pid_that_another_process_has_since_is_not_the_adopted_worker(tmp_path: Path) -> None:
+    # the same pid with another start time: the worker exited and the kernel reused
+    # its pid; this process must never be signalled
+    adopted = AdoptedProcess(os.getpid(), start_ticks=1, exit_file=tmp_path / EXIT_FILE)
+    assert adopted.poll() == UNKNOWN_EXIT
+    adopted.terminate()  # would end this test run if it signalled
+    assert AdoptedProcess.of(2**22 + 12345, tmp_path / EXIT_FILE) is None  # no such pid
