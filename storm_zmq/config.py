@@ -233,7 +233,9 @@ SCHEMA: dict[str, Setting] = {
     "nimbus.supervisor.timeout.secs": Setting(
         60, "int", "A supervisor whose registration nimbus has not seen refreshed for "
         "this long (by nimbus's clock) is dead to nimbus (a lost ZooKeeper session "
-        "removes it at once).", minimum=1),
+        "removes it at once): it gets no new workers, and those placed on it that never "
+        "heartbeat move. Its workers that heartbeat run on: they outlive their "
+        "supervisor, as Storm's do.", minimum=1),
     "supervisor.monitor.frequency.secs": Setting(
         3, "int", "How often a supervisor reconciles its worker processes with the "
         "assignments.", minimum=1),

@@ -88,3 +88,24 @@ def _forget_topology_projects() -> Iterator[None]:
         file = getattr(module, "__file__", None)
         if file and os.path.realpath(file).startswith(prefixes):
             del sys.modules[name]
+
+
+@pytest.fixture(autouse=True)
+def _no_cluster_workers_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Cluster workers outlive their supervisor (storm_zmq.cluster.supervisor), so a
+    test that stops its supervisors leaves their workers running by design. After a
+    test with a `tmp_path`, any cluster worker whose launch file is under it is
+    killed, so that none uses the CPU of the tests after it."""
+    if "tmp_path" not in request.fixturenames:
+        yield
+        return
+    tmp = os.fsencode(request.getfixturevalue("tmp_path")) + b"/"
+    yield
+    from storm_zmq.cluster.processes import WORKER_MODULE
+    from tests.procs import processes
+
+    for proc in processes():
+        arguments = proc.command.split(b"\0")
+        if WORKER_MODULE.encode() in arguments and any(a.startswith(tmp) for a in arguments):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)

@@ -1,5 +1,5 @@
-"""Cluster mode commands: the daemons (`nimbus`, `supervisor`), Storm's topology
-commands (`submit`, `kill`, `list`, `activate`, `deactivate`, `rebalance`,
+"""Cluster mode commands: the daemons (`nimbus`, `supervisor`) and `kill_workers`,
+Storm's topology commands (`submit`, `kill`, `list`, `activate`, `deactivate`, `rebalance`,
 `set_log_level`), and
 `cluster`, what Storm's UI opens with (nimbuses, supervisors, slots used and free).
 
@@ -50,7 +50,10 @@ def add_parser(subparsers: Any) -> None:
         return parser
 
     command("nimbus", "run a nimbus daemon (several may run; one leads)", run_nimbus)
-    command("supervisor", "run this host's supervisor daemon", run_supervisor)
+    command("supervisor", "run this host's supervisor daemon (its workers outlive it; "
+            "it adopts them when it starts again)", run_supervisor)
+    command("kill_workers", "stop the workers of this host's supervisor (its storm.local.dir), "
+            "which outlive it (Storm's kill_workers)", run_kill_workers)
     submit = command("submit", "submit a topology to the cluster", submit_topology)
     submit.add_argument("topology_file", metavar="TOPOLOGY_FILE")
     submit.add_argument("-n", "--name", help="topology name (default: the Topology's name)")
@@ -172,6 +175,25 @@ def run_supervisor(args: argparse.Namespace) -> int:
     from storm_zmq.cluster.supervisor import Supervisor
 
     return _daemon(args, Supervisor)
+
+
+def run_kill_workers(args: argparse.Namespace) -> int:
+    """No ZooKeeper needed: the workers are found by their pid files and processes.
+    A supervisor still running on the same local dir launches its workers again,
+    which is a way to restart them; said, so that it is not a surprise."""
+    from storm_zmq.cluster.supervisor import kill_workers, local_dir_holder
+
+    conf = load_config_from_args(args)
+    holder = local_dir_holder(conf)
+    stopped = kill_workers(conf)
+    for line in stopped:
+        print(line)
+    print(f"{len(stopped)} worker(s) stopped under {conf['storm.local.dir']}")
+    if holder is not None:
+        print(f"note: the supervisor (pid {holder}) running on this storm.local.dir launches "
+              "the workers of its slots again; stop it first to empty this host",
+              file=sys.stderr)
+    return 0
 
 
 #: What kill, rebalance and submit add when no nimbus leads: they only record a

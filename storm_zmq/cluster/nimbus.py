@@ -4,11 +4,13 @@ Every nimbus registers under /nimbuses and contends in a leader election; the le
 every `nimbus.monitor.freq.secs`:
 - assigns submitted topologies without an assignment (executors to worker indexes
   once, worker indexes to free supervisor slots spread over supervisors);
-- repairs assignments: a worker whose supervisor is gone (its ephemeral node vanished
-  or its registration did not change for `nimbus.supervisor.timeout.secs`), or whose
-  heartbeat did not change for `nimbus.task.timeout.secs` (or that wrote none within
-  `nimbus.task.launch.secs` of its placement), moves to a free slot; every other
-  worker stays where it is;
+- repairs assignments: a worker whose heartbeat did not change for
+  `nimbus.task.timeout.secs` (or that wrote none within `nimbus.task.launch.secs` of
+  its placement; at once when it wrote none and its supervisor is gone: its
+  ephemeral node vanished or its registration did not change for
+  `nimbus.supervisor.timeout.secs`) moves to a free slot; every other worker stays
+  where it is. A worker that heartbeats stays though its supervisor is gone: workers
+  outlive their supervisor, as Storm's do (a host that died stops heartbeating);
 - ends a rebalance's wait (status ``rebalancing``, written by `storm-zmq rebalance`)
   once ``rebalance_wait`` has passed since it saw the request: the topology gets
   its status from before the rebalance back and, with ``rebalance_workers``, its new
@@ -308,8 +310,10 @@ class Nimbus:
             beat_time = None if beat is None else beat.get("time")
             self._workers.observe(key, (launched[index], beat_time), now)
             slots_seen.add(key)
-            if slot.supervisor not in alive_supervisors:
-                continue
+            if slot.supervisor not in alive_supervisors and beat is None:
+                continue  # no supervisor to start it: dead now
+            # A worker whose supervisor is gone (stopped, restarting) runs on by
+            # itself, as Storm's do: it is alive while it heartbeats.
             if beat is None:
                 limit = self.conf["nimbus.task.launch.secs"]
             else:
@@ -345,8 +349,8 @@ class Nimbus:
                 self._said_stranded.discard(key)
             elif key not in self._said_stranded:
                 self._said_stranded.add(key)
-                log.warning("worker %d of %s on %s:%d is down (its supervisor or its heartbeats "
-                            "stopped) and no free slot can take it: the topology runs without "
+                log.warning("worker %d of %s on %s:%d is down (its heartbeats stopped, or its "
+                            "supervisor is gone before it started) and no free slot can take it: the topology runs without "
                             "it until a slot frees up or it comes back", index, topology_id,
                             before.host, before.port)
 

@@ -17,6 +17,15 @@ took: when a supervisor on the same machine registers or leaves later and the
 worker would now get another CPU (or none), its supervisor logs a warning naming the
 worker; it moves only when it restarts.
 
+Workers outlive their supervisor, as Storm's do: a supervisor that stops, crashes or
+is upgraded leaves its workers running (they run in sessions of their own), and
+when it starts again it adopts those whose pid files under its `storm.local.dir`
+name a live worker of that directory (storm_zmq.cluster.processes), then carries on
+as with workers it launched: it stops the ones whose slot is no longer theirs and
+relaunches the ones that die or hang. Meanwhile nimbus keeps a worker whose
+supervisor is gone where it is for as long as it heartbeats. `storm-zmq
+kill_workers` stops a host's workers (`kill_workers`).
+
 Files under `storm.local.dir`: `supervisor/id` (a stable id across restarts),
 `stormdist/<topology>/` (unpacked code), `workers/<topology>-<port>/` (launch file,
 heartbeat, pid), `logs/<topology>-<port>.log` (each worker's log, rotated; see
@@ -34,7 +43,6 @@ import logging
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -48,6 +56,14 @@ from typing import Any
 
 from storm_zmq.cluster.logviewer import LogViewer, start_logviewer
 from storm_zmq.cluster.package import MARKER_NAME, unpack_package
+from storm_zmq.cluster.processes import (
+    EXIT_FILE,
+    PID_FILE,
+    FoundWorker,
+    WorkerProcess,
+    exit_text,
+    find_workers,
+)
 from storm_zmq.cluster.state import ClusterState, impatient_zookeeper_conf
 from storm_zmq.cluster.worker import slots_of
 from storm_zmq.logs import open_worker_output, worker_log_path, worker_output_name
@@ -73,7 +89,7 @@ class RunningWorker:
     topology_id: str
     index: int
     port: int
-    process: subprocess.Popen[bytes]
+    process: WorkerProcess  # a subprocess.Popen, or an AdoptedProcess
     started_at: float
     directory: Path
     #: [position, count] among its host's worker slots when launched (None: not pinning)
@@ -132,7 +148,7 @@ class Supervisor:
     def run(self) -> int:
         self._lock_local_dir()
         self.state.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000)
-        self._kill_leftover_workers()
+        self._adopt_workers()
         self.logviewer = start_logviewer(self.conf, self.logs_dir)
         log.info("supervisor %s on %s, slots %s, local dir %s", self.id, self.host, self.ports,
                  self.local_dir)
@@ -170,18 +186,12 @@ class Supervisor:
         lock is an flock, released when the process ends however it ends, and not
         inherited by workers (Python's descriptors are not), so a supervisor
         restarted after a crash gets it while its old workers still run."""
-        path = self.local_dir / "supervisor" / "lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
+        fd, holder = _try_lock(self.local_dir)
+        if fd is None:
             raise LocalDirInUse(
                 f"storm.local.dir {self.local_dir} is in use by another supervisor (pid "
                 f"{holder}); give each supervisor on a host its own storm.local.dir "
-                "(and its own supervisor.slots.ports)") from None
+                "(and its own supervisor.slots.ports)")
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._local_dir_lock = fd
@@ -212,9 +222,13 @@ class Supervisor:
         })
 
     def shutdown(self) -> None:
-        """Stop every worker of this supervisor, then leave ZooKeeper."""
-        for port in list(self.workers):
-            self._stop_worker(port, "supervisor shutting down")
+        """Leave ZooKeeper. The workers keep running, as Storm's do, and the next run
+        of this supervisor adopts them (`_adopt_workers`): its restart or upgrade
+        neither stops the topologies nor replays their tuples."""
+        if self.workers:
+            log.info("leaving %d worker(s) running (pids %s): this supervisor adopts them "
+                     "when it starts again; `storm-zmq kill_workers` stops them",
+                     len(self.workers), ", ".join(str(w.process.pid) for w in self.workers.values()))
         if self.logviewer is not None:
             self.logviewer.stop()
         self.state.stop()
@@ -335,8 +349,8 @@ class Supervisor:
         logs = [worker_log_path(self.logs_dir, worker.topology_id, worker.port),
                 self.logs_dir / worker_output_name(worker.topology_id, worker.port)]
         cause = last_exception_line(logs) or "no exception in its log"
-        log.warning("worker %d of %s on port %d exited with code %d%s: %s (see %s); "
-                    "relaunching it", worker.index, worker.topology_id, worker.port, code,
+        log.warning("worker %d of %s on port %d exited %s%s: %s (see %s); "
+                    "relaunching it", worker.index, worker.topology_id, worker.port, exit_text(code),
                     f", {streak} times in a row before its first heartbeat" if streak > 1 else "",
                     cause, logs[0])
 
@@ -368,7 +382,7 @@ class Supervisor:
     def _needs_restart(self, worker: RunningWorker) -> str | None:
         code = worker.process.poll()
         if code is not None:
-            return f"worker exited with code {code}"
+            return f"worker exited {exit_text(code)}"
         heartbeat = worker.directory / "heartbeat"
         now = time.time()
         if heartbeat.exists():
@@ -432,6 +446,7 @@ class Supervisor:
     def _spawn(self, port: int, topology_id: str, index: int, directory: Path,
                launch: dict[str, Any], reason: str) -> None:
         (directory / "heartbeat").unlink(missing_ok=True)
+        (directory / EXIT_FILE).unlink(missing_ok=True)
         # The worker logs to its rotated .log itself; stdout/stderr are for what
         # bypasses logging (storm_zmq.logs), kept apart in a small .out file.
         log_file = open_worker_output(self.logs_dir, topology_id, port,
@@ -444,7 +459,7 @@ class Supervisor:
             start_new_session=True, cwd=str(directory),
         )
         log_file.close()
-        (directory / "pid").write_text(str(process.pid))
+        (directory / PID_FILE).write_text(str(process.pid))
         self.workers[port] = RunningWorker(topology_id, index, port, process, time.time(), directory,
                                            launch["conf"].get(HOST_SLOT_KEY))
         log.info("launched worker %d of %s on port %d (pid %d): %s", index, topology_id, port,
@@ -456,31 +471,47 @@ class Supervisor:
         if process.poll() is None:
             log.info("stopping worker %d of %s on port %d: %s", worker.index, worker.topology_id,
                      port, reason)
-            if force:
-                process.kill()
-            else:
-                process.terminate()  # graceful: the worker runs cleanup()
-                try:
-                    process.wait(self.conf["supervisor.worker.shutdown.sleep.secs"])
-                except subprocess.TimeoutExpired:
-                    process.kill()
-            process.wait(10)
-        (worker.directory / "pid").unlink(missing_ok=True)
+            stop_process(process, 0 if force else self.conf["supervisor.worker.shutdown.sleep.secs"])
+        (worker.directory / PID_FILE).unlink(missing_ok=True)
 
-    def _kill_leftover_workers(self) -> None:
-        """Workers a previous run of this supervisor left behind hold our ports."""
-        for pid_file in (self.local_dir / "workers").glob("*/pid"):
-            try:
-                pid = int(pid_file.read_text())
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except (OSError, ValueError):
-                pid_file.unlink(missing_ok=True)
-                continue
-            if b"storm_zmq.cluster.worker" in cmdline:
-                log.info("killing worker pid %d left by a previous supervisor run", pid)
-                os.kill(pid, signal.SIGKILL)
+    def _adopt_workers(self) -> None:
+        """Take on the workers a previous run of this supervisor left running
+        (`shutdown`, or a crash): the first round then keeps those whose slot is
+        still theirs. One on a port this run does not have (its
+        `supervisor.slots.ports` changed) is stopped now: it holds a port that is
+        not this supervisor's to give."""
+        found, stale = find_workers(self.local_dir / "workers")
+        for pid_file in stale:
             pid_file.unlink(missing_ok=True)
+        for worker in found:
+            try:
+                launch = json.loads((worker.directory / "launch.json").read_text())
+                port = int(launch["port"])
+                adopted = RunningWorker(launch["topology_id"], int(launch["worker_index"]), port,
+                                        worker.process, time.time(), worker.directory,
+                                        launch["conf"].get(HOST_SLOT_KEY))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                self._stop_found(worker, f"its launch file cannot be read ({exc})")
+                continue
+            if port not in self.ports:
+                self._stop_found(worker, f"port {port} is not one of this supervisor's slots "
+                                         f"{self.ports}")
+                continue
+            if port in self.workers:
+                self._stop_found(worker, f"another worker holds port {port}")
+                continue
+            self.workers[port] = adopted
+            if worker.restarts:
+                self._restarts[(adopted.topology_id, port)] = worker.restarts
+            log.info("adopted worker %d of %s on port %d (pid %d), left running by a previous "
+                     "run of this supervisor", adopted.index, adopted.topology_id, port,
+                     worker.process.pid)
 
+    def _stop_found(self, worker: FoundWorker, reason: str) -> None:
+        log.info("stopping worker pid %d left by a previous run of this supervisor: %s",
+                 worker.process.pid, reason)
+        stop_process(worker.process, self.conf["supervisor.worker.shutdown.sleep.secs"])
+        (worker.directory / PID_FILE).unlink(missing_ok=True)
 
 #: Settings of this host that win over the topology's: how it reaches ZooKeeper,
 #: where it keeps things, how its workers run, its slots, its transport settings.
@@ -489,6 +520,61 @@ HOST_PREFIXES = ("storm.zookeeper.", "storm.local.", "worker.", "storm.messaging
                  # the grace this supervisor gives a starting worker, by which the
                  # worker times its "still waiting for initialize()" notices
                  "supervisor.worker.start.timeout.secs")
+
+
+def _try_lock(local_dir: Path) -> tuple[int | None, str]:
+    """The supervisor's flock on `local_dir`: (its descriptor, "") when taken, (None,
+    the holder's pid as it wrote it) when another process holds it."""
+    path = local_dir / "supervisor" / "lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        return None, holder
+    return fd, ""
+
+
+def local_dir_holder(conf: dict[str, Any]) -> str | None:
+    """The pid of the supervisor running on `storm.local.dir`, or None."""
+    fd, holder = _try_lock(Path(conf["storm.local.dir"]).resolve())
+    if fd is not None:
+        os.close(fd)
+        return None
+    return holder
+
+
+def stop_process(process: WorkerProcess, grace: float) -> None:
+    """SIGTERM (the worker stops gracefully: its components' cleanup() runs), and
+    SIGKILL once `grace` seconds have passed; SIGKILL at once with a grace of 0."""
+    if grace > 0:
+        process.terminate()
+        try:
+            process.wait(grace)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    process.kill()
+    process.wait(10)
+
+
+def kill_workers(conf: dict[str, Any]) -> list[str]:
+    """Stop the workers of this host's supervisor (its `storm.local.dir`), as Storm's
+    ``storm kill_workers`` does: they outlive their supervisor, so this is how a host
+    is emptied. Gracefully, as a supervisor stops a worker. A line per worker."""
+    workers_dir = Path(conf["storm.local.dir"]).resolve() / "workers"
+    found, stale = find_workers(workers_dir)
+    for pid_file in stale:
+        pid_file.unlink(missing_ok=True)
+    done = []
+    for worker in found:
+        stop_process(worker.process, float(conf["supervisor.worker.shutdown.sleep.secs"]))
+        (worker.directory / PID_FILE).unlink(missing_ok=True)
+        done.append(f"stopped worker {worker.directory.name} (pid {worker.process.pid}): "
+                    f"exited {exit_text(worker.process.wait(0))}")
+    return done
 
 
 def worker_conf(record: dict[str, Any], host_conf: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from storm_zmq.cluster import ClusterState
+from tests.procs import processes
 from tests.zk_fixtures import ZooKeeperServer, free_port
 
 PROJECT = Path(__file__).parents[1] / "runtime" / "project"
@@ -62,6 +63,7 @@ class Cluster:
         self.conf_file = tmp / "storm.yaml"
         self.conf_file.write_text(yaml.safe_dump(conf))
         self.processes: dict[str, subprocess.Popen[str]] = {}
+        self.ports: dict[str, list[int]] = {}  # supervisor name -> its slot ports
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
@@ -87,12 +89,16 @@ class Cluster:
             stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True,
             cwd=self.tmp)
 
-    def supervisor(self, name: str, *options: str, slots: int = 2) -> None:
+    def supervisor(self, name: str, *options: str, slots: int = 2,
+                   again: str | None = None) -> None:
         """Start a supervisor and wait until nimbus can see it (it is registered),
-        so that what a test submits next is spread over every supervisor started."""
-        ports = [free_port() for _ in range(slots)]
-        self.start(name, "supervisor", "-o", f"storm.local.dir={self.tmp / name}",
-                   "-o", f"supervisor.slots.ports={ports}", *options)
+        so that what a test submits next is spread over every supervisor started.
+        `again`: start supervisor `name` again, with its local dir and ports, its
+        output in the log named `again`."""
+        if again is None:
+            self.ports[name] = [free_port() for _ in range(slots)]
+        self.start(again or name, "supervisor", "-o", f"storm.local.dir={self.tmp / name}",
+                   "-o", f"supervisor.slots.ports={self.ports[name]}", *options)
         id_file = self.tmp / name / "supervisor" / "id"
         with ClusterState(self.zk_conf).start(timeout=10) as state:
             wait_for(lambda: id_file.exists() and id_file.read_text().strip() in state.supervisors(),
@@ -102,6 +108,13 @@ class Cluster:
         process = self.processes.pop(name)
         os.kill(process.pid, signal.SIGKILL)
         process.wait(10)
+
+    def kill_host(self, name: str) -> None:
+        """Supervisor `name` and its workers die, as with their host: SIGKILL."""
+        workers = self.worker_pids(name)
+        self.kill(name)
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
 
     def log(self, name: str) -> str:
         return (self.tmp / f"{name}.log").read_text()
@@ -138,6 +151,12 @@ def cluster(tmp_path: Path, zk_conf: dict[str, Any]) -> Iterator[Cluster]:
     cluster = Cluster(tmp_path, zk_conf)
     yield cluster
     cluster.stop_all()
+
+
+def running(pid: int) -> bool:
+    """Whether process `pid` runs: not gone, and not a zombie (a worker that outlived
+    its supervisor is not its next run's child, so nothing here reaps it)."""
+    return any(proc.pid == pid and proc.state != "Z" for proc in processes())
 
 
 def sink_ids(output: Path) -> Counter[int]:
@@ -220,13 +239,55 @@ def test_a_sigkilled_worker_is_restarted_and_every_id_still_arrives(cluster: Clu
     assert {row["transport_name"] for row in rows} == {"zmq"}
 
 
-def test_a_dead_supervisor_has_its_workers_moved_and_every_id_arrives(cluster: Cluster) -> None:
+def test_a_supervisors_workers_outlive_it_and_its_next_run_adopts_them(cluster: Cluster) -> None:
+    # Storm: "no worker processes are affected by the death of Nimbus or the
+    # Supervisors". A stopped supervisor's worker runs on, past nimbus's timeouts,
+    # and the supervisor started again takes it on: no worker restarted, no replay.
+    cluster.start("nimbus", "nimbus")
+    cluster.supervisor("s1", slots=1)
+    cluster.supervisor("s2", slots=1)
+    cluster.submit(count=3000, rate=150)
+    wait_for(lambda: len(cluster.seen()) > 100, "tuples flowing")
+    (worker,) = wait_for(lambda: cluster.worker_pids("s1"), "a worker on s1")
+    stopped = cluster.processes.pop("s1")
+    stopped.send_signal(signal.SIGTERM)
+    assert stopped.wait(30) == 0
+    assert f"leaving 1 worker(s) running (pids {worker})" in cluster.log("s1")
+    gone = time.monotonic()
+    with ClusterState(cluster.zk_conf).start(timeout=10) as state:
+        assert len(state.supervisors()) == 1  # its registration went with it
+    # longer than nimbus.task.timeout.secs (8) and a round: the worker stays put
+    seen = len(cluster.seen())
+    wait_for(lambda: time.monotonic() - gone > 10 and len(cluster.seen()) > seen,
+             "ids still arriving after nimbus's timeouts", timeout=30)
+    assert running(worker)
+    assert "moving worker" not in cluster.log("nimbus")
+
+    cluster.supervisor("s1", again="s1-again")
+    wait_for(lambda: f"(pid {worker}), left running by a previous run" in cluster.log("s1-again"),
+             "the worker adopted")
+    seen = all_ids_arrive(cluster.output, 3000)
+    assert cluster.worker_pids("s1") == [worker]
+    assert "launched worker" not in cluster.log("s1-again")
+    assert sum(n - 1 for n in seen.values()) == 0  # nothing replayed
+
+    # Storm's kill_workers empties a host: gracefully (the worker exits 0)
+    said = cluster.cli("kill_workers", "-o", f"storm.local.dir={cluster.tmp / 's1'}")
+    assert f"(pid {worker}): exited with code 0" in said.stdout, said.stdout
+    assert "1 worker(s) stopped" in said.stdout
+    assert "launches the workers of its slots again" in said.stderr  # s1-again still runs
+    assert not running(worker)
+
+
+def test_a_dead_hosts_workers_are_moved_and_every_id_arrives(cluster: Cluster) -> None:
+    # A host that dies takes its supervisor and its workers: their heartbeats stop,
+    # and after nimbus.task.timeout.secs nimbus moves them.
     cluster.start("nimbus", "nimbus")
     cluster.supervisor("s1")
     cluster.supervisor("s2")
     cluster.submit(count=1500, rate=150)
     wait_for(lambda: len(cluster.seen()) > 100, "tuples flowing")
-    cluster.kill("s1")  # its ephemeral node goes with its session (4 s)
+    cluster.kill_host("s1")
     wait_for(lambda: "moving worker" in cluster.log("nimbus"), "nimbus moving the worker")
     wait_for(lambda: len(cluster.worker_pids("s2")) == 2, "both workers on s2")
     all_ids_arrive(cluster.output, 1500)
@@ -242,7 +303,7 @@ def test_the_standby_nimbus_takes_over_when_the_leader_dies(cluster: Cluster) ->
     wait_for(lambda: len(cluster.seen()) > 100, "tuples flowing")
     cluster.kill("nimbus-a")
     wait_for(lambda: "is the leader" in cluster.log("nimbus-b"), "the standby leading")
-    cluster.kill("s1")  # only a leading nimbus repairs this
+    cluster.kill_host("s1")  # only a leading nimbus repairs this
     wait_for(lambda: "moving worker" in cluster.log("nimbus-b"), "the new leader repairing")
     all_ids_arrive(cluster.output, 1500)
 
@@ -312,7 +373,7 @@ def test_a_second_supervisor_on_a_local_dir_in_use_refuses_and_harms_nothing(
     assert f"storm.local.dir {(cluster.tmp / 's1').resolve()} is in use by another supervisor" \
         in second.stderr and "Traceback" not in second.stderr
     for worker in workers:
-        os.kill(worker, 0)  # still running
+        assert running(worker)
     assert sorted(cluster.worker_pids("s1")) == workers
     # once the first one has stopped, the directory is free again
     first = cluster.processes.pop("s1")
@@ -323,6 +384,10 @@ def test_a_second_supervisor_on_a_local_dir_in_use_refuses_and_harms_nothing(
                   "-o", f"supervisor.slots.ports=[{free_port()}]")
     with ClusterState(cluster.zk_conf).start(timeout=10) as state:
         wait_for(lambda: supervisor_id in state.supervisors(), "the supervisor on s1's dir again")
+    # the first one's workers outlived it; on ports this run has not, they are stopped
+    assert cluster.log("s1-again").count("is not one of this supervisor's slots") == 2
+    wait_for(lambda: not cluster.worker_pids("s1"), "the workers of the first run stopped")
+    assert not any(running(worker) for worker in workers)
 
 
 def test_a_worker_that_cannot_start_is_said_to_with_its_cause(cluster: Cluster) -> None:

@@ -73,24 +73,45 @@ def marker(state: ClusterState) -> float:
 @pytest.mark.parametrize("skew", [-HOUR, +HOUR, 0])
 def test_a_supervisor_with_a_skewed_clock_lives_while_its_registration_changes(
         nimbus: Nimbus, skew: float) -> None:
+    # Its worker never heartbeats and has all the launch grace it wants: it lives
+    # exactly as long as its supervisor, the one that would start it, does.
+    nimbus.conf["nimbus.task.launch.secs"] = 10**6
     state, start = nimbus.state, time.time()
     one_worker_topology(state, S1, launched=start)
     for elapsed in range(0, 301, 10):  # longer than every timeout
         register(state, "s1", start + skew + elapsed)
         register(state, "s2", start + elapsed)
-        beat(state, S1, start, start + elapsed)
         nimbus.monitor(now=start + elapsed)
         assert slots(state) == [["s1", "h1", 6700]], elapsed
-    # s1 stops refreshing its registration (its node stays): its worker, though
-    # heartbeating, is moved once nimbus has not seen s1 change for the timeout
+    # s1 stops refreshing its registration (its node stays): its worker is moved
+    # once nimbus has not seen s1 change for the timeout
     for elapsed in range(310, 300 + SUPERVISOR_TIMEOUT + 1, 10):
         register(state, "s2", start + elapsed)
-        beat(state, S1, start, start + elapsed)
         nimbus.monitor(now=start + elapsed)
         assert slots(state) == [["s1", "h1", 6700]], elapsed
     register(state, "s2", start + 300 + SUPERVISOR_TIMEOUT + 1)
     nimbus.monitor(now=start + 300 + SUPERVISOR_TIMEOUT + 1)
     assert slots(state) == [["s2", "h2", 6700]]
+
+
+def test_a_heartbeating_worker_outlives_its_supervisor(nimbus: Nimbus) -> None:
+    # Storm's workers run on when their supervisor stops or restarts: nimbus keeps
+    # one where it is while it heartbeats, and moves it once its heartbeats stop.
+    state, start = nimbus.state, time.time()
+    one_worker_topology(state, S1, launched=start)
+    register(state, "s1", start)
+    for elapsed in range(0, 301, 10):  # s1 refreshes no more: dead to nimbus after 60 s
+        register(state, "s2", start + elapsed)
+        beat(state, S1, start, start + elapsed)
+        nimbus.monitor(now=start + elapsed)
+        assert slots(state) == [["s1", "h1", 6700]], elapsed
+    for elapsed in range(310, 300 + TASK_TIMEOUT + 1, 10):  # its heartbeats stop
+        register(state, "s2", start + elapsed)
+        nimbus.monitor(now=start + elapsed)
+        assert slots(state) == [["s1", "h1", 6700]], elapsed
+    register(state, "s2", start + 300 + TASK_TIMEOUT + 1)
+    nimbus.monitor(now=start + 300 + TASK_TIMEOUT + 1)
+    assert slots(state) == [["s2", "h2", 6700]]  # not to s1's free port: s1 is dead
 
 
 @pytest.mark.parametrize("skew", [-HOUR, +HOUR, 0])

@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 from storm_zmq.cli.main import main
 from storm_zmq.cluster.nimbus import Nimbus
 from storm_zmq.cluster.state import ClusterState
-from storm_zmq.cluster.supervisor import Supervisor
+from storm_zmq.cluster.supervisor import Supervisor, kill_workers
 from storm_zmq.config import DEFAULTS
 from tests.zk_fixtures import (
     ZooKeeperServer,
@@ -65,11 +65,12 @@ class Daemons:
         return next((r for r in reversed(self.rounds) if r[0] > since), None)
 
     def stop(self) -> None:
-        self.supervisor.stopping.set()  # stops its workers, then leaves ZooKeeper
+        self.supervisor.stopping.set()  # it leaves ZooKeeper; its workers outlive it
         self.nimbus.stopping.set()
         self.nimbus.state.stop()  # as `storm-zmq nimbus` does on SIGTERM
         for thread in self.threads:
             thread.join(15)
+        kill_workers(self.supervisor.conf)
 
 
 @pytest.fixture
