@@ -74,9 +74,10 @@ class ClusterOverview:
     #: the id of the nimbus that leads (its node in the election), None: none leads
     leader: str | None = None
     #: workers an assignment places on a supervisor that is not registered (it
-    #: stopped, or its host died): (topology name, supervisor id, host, port).
-    #: Nimbus moves them to free slots; until then the topology runs without them.
-    stranded: tuple[tuple[str, str, str, int], ...] = ()
+    #: stopped, is restarting, or its host died): (topology name, supervisor id,
+    #: host, port). They run on by themselves while they heartbeat (workers outlive
+    #: their supervisor); nimbus moves those whose heartbeats stop.
+    unsupervised: tuple[tuple[str, str, str, int], ...] = ()
 
     @property
     def slots(self) -> int:
@@ -108,8 +109,8 @@ class ClusterOverview:
         return {"supervisors": len(self.supervisors), "slots": self.slots,
                 "used_slots": self.used_slots, "free_slots": self.free_slots,
                 "topologies": self.topologies, "leader": self.leader,
-                "stranded": [{"topology": t, "supervisor": s, "host": h, "port": p}
-                             for t, s, h, p in self.stranded],
+                "unsupervised": [{"topology": t, "supervisor": s, "host": h, "port": p}
+                                 for t, s, h, p in self.unsupervised],
                 "nimbus_list": [n.to_dict() for n in self.nimbuses],
                 "supervisor_list": [s.to_dict() for s in self.supervisors]}
 
@@ -144,7 +145,7 @@ def cluster_overview(
     `names` topology id -> name (an id without one is shown as the id). Sorted
     by host and id, so that the output is the same from one call to the next."""
     held: dict[tuple[str, int], str] = {}
-    stranded = []
+    unsupervised = []
     for topology_id, assignment in assignments.items():
         for slot in (assignment or {}).get("slots") or ():
             try:
@@ -152,7 +153,7 @@ def cluster_overview(
                 name = names.get(topology_id, topology_id)
                 held[(str(supervisor), int(port))] = name
                 if str(supervisor) not in supervisors:
-                    stranded.append((name, str(supervisor), str(host), int(port)))
+                    unsupervised.append((name, str(supervisor), str(host), int(port)))
             except (TypeError, ValueError):
                 continue
     rows = []
@@ -174,7 +175,7 @@ def cluster_overview(
         supervisors=tuple(sorted(rows, key=lambda s: (s.host, s.id))),
         topologies=len(names),
         leader=leader,
-        stranded=tuple(sorted(stranded)),
+        unsupervised=tuple(sorted(unsupervised)),
     )
 
 

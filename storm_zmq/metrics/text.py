@@ -187,9 +187,10 @@ def format_overview(overview: ClusterOverview) -> str:
             rows, text_columns=(0, 1, 7))
     else:
         lines += ["", "no supervisor is registered: start one with storm-zmq supervisor"]
-    if overview.stranded:
-        lines += ["", "workers on no registered supervisor (stopped, or its host is down): "
-                      "nimbus moves them to free slots, if any"] + _table(
+    if overview.unsupervised:
+        lines += ["", "workers on no registered supervisor (stopped, restarting, or its host "
+                      "is down): they run on while they heartbeat; nimbus moves them to free "
+                      "slots, if any, once their heartbeats stop"] + _table(
             ("topology", "supervisor", "host:port"),
-            [(t, s, f"{h}:{p}") for t, s, h, p in overview.stranded], text_columns=(0, 1, 2))
+            [(t, s, f"{h}:{p}") for t, s, h, p in overview.unsupervised], text_columns=(0, 1, 2))
     return "\n".join(lines)

@@ -49,9 +49,9 @@ def test_a_slot_of_a_supervisor_that_is_gone_or_not_its_own_counts_for_nobody() 
     assert not s1.used and s1.free == (6700,)
     assert (overview.slots, overview.used_slots, overview.free_slots) == (1, 0, 1)
     assert overview.leader is None
-    # the worker on s9, whose supervisor is not registered, is stranded
-    assert overview.stranded == (("wordcount", "s9", "h9", 6700),)
-    assert overview.to_dict()["stranded"] == [
+    # the worker on s9, whose supervisor is not registered, is unsupervised
+    assert overview.unsupervised == (("wordcount", "s9", "h9", 6700),)
+    assert overview.to_dict()["unsupervised"] == [
         {"topology": "wordcount", "supervisor": "s9", "host": "h9", "port": 6700}]
 
 
@@ -76,7 +76,7 @@ def test_the_dict_is_what_the_ui_and_json_show() -> None:
         "n1", {"wc-1": assignment(("s1", "h1", 6701))}, {"wc-1": "wordcount"}, now=1000.0)
     assert overview.to_dict() == {
         "supervisors": 1, "slots": 2, "used_slots": 1, "free_slots": 1, "topologies": 1,
-        "leader": "n1", "stranded": [],
+        "leader": "n1", "unsupervised": [],
         "nimbus_list": [{"id": "n1", "host": "h1", "leader": True, "uptime_secs": 1000.0}],
         "supervisor_list": [{
             "id": "s1", "host": "h1", "hostname": "box", "slots": 2, "used_slots": 1,

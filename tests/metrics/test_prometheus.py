@@ -134,7 +134,7 @@ def test_the_cluster_gauges_count_supervisors_slots_and_the_leader() -> None:
     families = {f.name: f for f in text_string_to_metric_families(render([], OVERVIEW))}
     assert [s.value for s in families["storm_zmq_cluster_supervisors"].samples] == [2]
     assert [s.value for s in families["storm_zmq_cluster_leader"].samples] == [1]
-    assert [s.value for s in families["storm_zmq_cluster_stranded_workers"].samples] == [0]
+    assert [s.value for s in families["storm_zmq_cluster_unsupervised_workers"].samples] == [0]
     slots = {(s.labels["supervisor"], s.labels["state"]): s.value
              for s in families["storm_zmq_supervisor_slots"].samples}
     assert slots == {("s1", "used"): 1, ("s1", "free"): 2, (NASTY, "used"): 1, (NASTY, "free"): 0}

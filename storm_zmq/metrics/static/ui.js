@@ -114,14 +114,15 @@ function renderCluster(cluster) {
     part("used_slots", cluster.used_slots, cluster.used_slots + " used"), ", ",
     part("free_slots", cluster.free_slots, cluster.free_slots + " free"), "; ",
     part("leader", cluster.leader || "", leader));
-  const lost = cluster.stranded || [];
-  const stranded = lost.length;
-  if (stranded) {  // their supervisor is gone: the topologies run without them for now
-    const where = lost.map((w) => w.topology + " " + w.host + ":" + w.port).join(", ");
-    totals.append("; ", part("stranded", stranded, stranded + " worker" + (stranded === 1 ? "" : "s") +
-      " on no registered supervisor (" + where + "): nimbus moves them to free slots, if any"));
+  const alone = cluster.unsupervised || [];
+  const unsupervised = alone.length;
+  if (unsupervised) {  // their supervisor is gone: they run on while they heartbeat
+    const where = alone.map((w) => w.topology + " " + w.host + ":" + w.port).join(", ");
+    totals.append("; ", part("unsupervised", unsupervised, unsupervised + " worker" +
+      (unsupervised === 1 ? "" : "s") + " on no registered supervisor (" + where +
+      "): they run on while they heartbeat; nimbus moves them once they stop"));
   }
-  totals.classList.toggle("error", !cluster.leader || stranded > 0);
+  totals.classList.toggle("error", !cluster.leader || unsupervised > 0);
   const tbody = document.querySelector("#supervisors tbody");
   tbody.replaceChildren();
   for (const s of cluster.supervisor_list) {
