@@ -107,5 +107,6 @@ def _no_cluster_workers_left(request: pytest.FixtureRequest) -> Iterator[None]:
     for proc in processes():
         arguments = proc.command.split(b"\0")
         if WORKER_MODULE.encode() in arguments and any(a.startswith(tmp) for a in arguments):
+            print(f"killing cluster worker pid {proc.pid}, left running by the test")
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGKILL)

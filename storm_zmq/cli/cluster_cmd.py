@@ -178,21 +178,17 @@ def run_supervisor(args: argparse.Namespace) -> int:
 
 
 def run_kill_workers(args: argparse.Namespace) -> int:
-    """No ZooKeeper needed: the workers are found by their pid files and processes.
-    A supervisor still running on the same local dir launches its workers again,
-    which is a way to restart them; said, so that it is not a surprise."""
-    from storm_zmq.cluster.supervisor import kill_workers, local_dir_holder
+    """No ZooKeeper needed: the workers are found by their processes."""
+    from storm_zmq.cluster.supervisor import NoLocalDir, kill_workers
 
     conf = load_config_from_args(args)
-    holder = local_dir_holder(conf)
-    stopped = kill_workers(conf)
+    try:
+        stopped = kill_workers(conf, warn=lambda text: print(f"note: {text}", file=sys.stderr))
+    except NoLocalDir as exc:
+        raise UsageError(str(exc)) from None
     for line in stopped:
         print(line)
     print(f"{len(stopped)} worker(s) stopped under {conf['storm.local.dir']}")
-    if holder is not None:
-        print(f"note: the supervisor (pid {holder}) running on this storm.local.dir launches "
-              "the workers of its slots again; stop it first to empty this host",
-              file=sys.stderr)
     return 0
 
 

@@ -6,11 +6,13 @@ every `nimbus.monitor.freq.secs`:
   once, worker indexes to free supervisor slots spread over supervisors);
 - repairs assignments: a worker whose heartbeat did not change for
   `nimbus.task.timeout.secs` (or that wrote none within `nimbus.task.launch.secs` of
-  its placement; at once when it wrote none and its supervisor is gone: its
-  ephemeral node vanished or its registration did not change for
-  `nimbus.supervisor.timeout.secs`) moves to a free slot; every other worker stays
-  where it is. A worker that heartbeats stays though its supervisor is gone: workers
-  outlive their supervisor, as Storm's do (a host that died stops heartbeating);
+  its placement) moves to a free slot; every other worker stays where it is. A
+  worker whose supervisor is gone (its ephemeral node vanished, or its registration
+  did not change for `nimbus.supervisor.timeout.secs`) stays while it heartbeats:
+  workers outlive their supervisor, as Storm's do, and a host that died stops
+  heartbeating. Such a worker that never heartbeat gets the task timeout, not the
+  launch grace, and one whose host and port another live supervisor now registers
+  (the same host's supervisor, started with another `storm.local.dir`) moves at once;
 - ends a rebalance's wait (status ``rebalancing``, written by `storm-zmq rebalance`)
   once ``rebalance_wait`` has passed since it saw the request: the topology gets
   its status from before the rebalance back and, with ``rebalance_workers``, its new
@@ -305,19 +307,26 @@ class Nimbus:
         launched = list(current["launched"])
         beats = current_beats(current, self.state.worker_beats(topology_id))
         alive: set[Slot] = set()
+        claimed = {(s.host, s.port) for s in all_slots}  # by a live supervisor
         for index, (slot, beat) in enumerate(zip(slots, beats, strict=True)):
             key = (topology_id, slot)
             beat_time = None if beat is None else beat.get("time")
             self._workers.observe(key, (launched[index], beat_time), now)
             slots_seen.add(key)
-            if slot.supervisor not in alive_supervisors and beat is None:
-                continue  # no supervisor to start it: dead now
-            # A worker whose supervisor is gone (stopped, restarting) runs on by
-            # itself, as Storm's do: it is alive while it heartbeats.
-            if beat is None:
+            limit = self.conf["nimbus.task.timeout.secs"]
+            if slot.supervisor not in alive_supervisors:
+                # Its worker runs on by itself, as Storm's do, while it heartbeats
+                # (its supervisor stopped, or is restarting); one that has not yet
+                # gets the timeout, not the launch grace: its supervisor may never
+                # start it. Unless another supervisor now has its address: that
+                # one's run with another storm.local.dir does not adopt it, and
+                # a worker it placed there could not bind.
+                if (slot.host, slot.port) in claimed:
+                    continue
+                if beat is None:
+                    limit = min(limit, self.conf["nimbus.task.launch.secs"])
+            elif beat is None:
                 limit = self.conf["nimbus.task.launch.secs"]
-            else:
-                limit = self.conf["nimbus.task.timeout.secs"]
             if self._workers.is_fresh(key, limit, now):
                 alive.add(slot)
         repaired = repair(slots, alive, free_slots(all_slots, used))

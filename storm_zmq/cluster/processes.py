@@ -2,16 +2,18 @@
 left running.
 
 Storm's workers outlive their supervisor ("no worker processes are affected by the
-death of Nimbus or the Supervisors"): a supervisor that stops, crashes or is
-upgraded leaves them running, and when it starts again it adopts them. An adopted
+death of Nimbus or the Supervisors"): a supervisor that stops, crashes or
+restarts leaves them running, and when it starts again it adopts them. An adopted
 worker is not its child, so it cannot be waited for; `AdoptedProcess` watches it by
 pid and start time instead (a pid the kernel gave to another process since is not
 taken for it), and learns its exit code from the file the worker writes as it
 exits (`EXIT_FILE`). A worker killed by a signal writes none: its code is unknown.
 
 `find_workers` is how both the supervisor and `storm-zmq kill_workers` tell which
-processes are the workers of a `storm.local.dir`: a live process whose command line
-is a cluster worker's, given the launch file of that worker directory.
+processes are the workers of a `storm.local.dir`: every live process whose command
+line runs the worker module with a launch file in a directory under its
+``workers/``. The pid files a supervisor writes are for people; a worker whose pid
+file was never written (its supervisor died right after starting it) is found too.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -73,6 +76,14 @@ def _start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
+def _boot_time() -> float:
+    with open("/proc/stat", "rb") as stat:
+        for line in stat:
+            if line.startswith(b"btime "):
+                return float(line.split()[1])
+    raise OSError("no btime in /proc/stat")
+
+
 class AdoptedProcess:
     """A worker started by an earlier run of this supervisor (see the module
     docstring); the `subprocess.Popen` methods a supervisor uses."""
@@ -88,6 +99,11 @@ class AdoptedProcess:
         """The live process `pid`, or None when there is none."""
         ticks = _start_ticks(pid)
         return None if ticks is None else cls(pid, ticks, exit_file)
+
+    @property
+    def started_at(self) -> float:
+        """When the process started (epoch seconds, to a clock tick)."""
+        return _boot_time() + self._start_ticks / os.sysconf("SC_CLK_TCK")
 
     def _alive(self) -> bool:
         return _start_ticks(self.pid) == self._start_ticks
@@ -132,32 +148,63 @@ class FoundWorker:
     restarts: int
 
 
-def _restarts(arguments: list[bytes]) -> int:
+def _argument(arguments: list[bytes], name: bytes) -> bytes | None:
     try:
-        return int(arguments[arguments.index(b"--restarts") + 1])
+        return arguments[arguments.index(name) + 1]
     except (ValueError, IndexError):
-        return 0
+        return None
 
 
-def find_workers(workers_dir: Path) -> tuple[list[FoundWorker], list[Path]]:
-    """The live workers of `workers_dir` (``storm.local.dir/workers``), and the pid
-    files that name no live worker of theirs (the caller removes them). A pid file
-    names its worker when that process runs `WORKER_MODULE` with the launch file of
-    the pid file's directory."""
-    found, stale = [], []
-    for pid_file in sorted(workers_dir.glob(f"*/{PID_FILE}")):
-        directory = pid_file.parent
+def find_workers(workers_dir: Path) -> list[FoundWorker]:
+    """The live workers of `workers_dir` (``storm.local.dir/workers``, resolved),
+    by directory (see the module docstring)."""
+    module = WORKER_MODULE.encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        ticks = _start_ticks(pid)
         try:
-            pid = int(pid_file.read_text())
-            arguments = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except (OSError, ValueError):
-            stale.append(pid_file)
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                arguments = cmdline.read().split(b"\0")
+        except OSError:
             continue
-        launch_file = os.fsencode(directory / "launch.json")
-        process = AdoptedProcess.of(pid, directory / EXIT_FILE)
-        if process is None or WORKER_MODULE.encode() not in arguments \
-                or launch_file not in arguments:
-            stale.append(pid_file)
+        launch_file = _argument(arguments, b"--launch-file")
+        if ticks is None or module not in arguments or launch_file is None:
             continue
-        found.append(FoundWorker(directory, process, _restarts(arguments)))
-    return found, stale
+        directory = Path(os.fsdecode(launch_file)).parent
+        if directory.parent != workers_dir or _start_ticks(pid) != ticks:
+            continue  # another local dir's, or the pid was reused while reading
+        try:
+            restarts = int(_argument(arguments, b"--restarts") or 0)
+        except ValueError:
+            restarts = 0
+        found.append(FoundWorker(directory, AdoptedProcess(pid, ticks, directory / EXIT_FILE),
+                                 restarts))
+    return sorted(found, key=lambda worker: worker.directory)
+
+
+def stop_processes(processes: Sequence[WorkerProcess], grace: float) -> list[WorkerProcess]:
+    """SIGTERM to each (a worker stops gracefully: its components' cleanup() runs),
+    then SIGKILL to those still running `grace` seconds later; at once with a grace
+    of 0. Returns those that had not exited 10 s after SIGKILL."""
+    if grace > 0:
+        for process in processes:
+            process.terminate()
+        deadline = time.monotonic() + grace
+        for process in processes:
+            try:
+                process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+    left = [process for process in processes if process.poll() is None]
+    for process in left:
+        process.kill()
+    stuck = []
+    for process in left:
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            stuck.append(process)
+    return stuck

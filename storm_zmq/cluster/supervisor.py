@@ -18,7 +18,7 @@ worker would now get another CPU (or none), its supervisor logs a warning naming
 worker; it moves only when it restarts.
 
 Workers outlive their supervisor, as Storm's do: a supervisor that stops, crashes or
-is upgraded leaves its workers running (they run in sessions of their own), and
+restarts leaves its workers running (they run in sessions of their own), and
 when it starts again it adopts those whose pid files under its `storm.local.dir`
 name a live worker of that directory (storm_zmq.cluster.processes), then carries on
 as with workers it launched: it stops the ones whose slot is no longer theirs and
@@ -37,6 +37,7 @@ directories of topologies this host no longer runs are removed; logs are kept.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
@@ -49,7 +50,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ from storm_zmq.cluster.processes import (
     WorkerProcess,
     exit_text,
     find_workers,
+    stop_processes,
 )
 from storm_zmq.cluster.state import ClusterState, impatient_zookeeper_conf
 from storm_zmq.cluster.worker import slots_of
@@ -223,7 +225,7 @@ class Supervisor:
 
     def shutdown(self) -> None:
         """Leave ZooKeeper. The workers keep running, as Storm's do, and the next run
-        of this supervisor adopts them (`_adopt_workers`): its restart or upgrade
+        of this supervisor adopts them (`_adopt_workers`): its restart
         neither stops the topologies nor replays their tuples."""
         if self.workers:
             log.info("leaving %d worker(s) running (pids %s): this supervisor adopts them "
@@ -459,7 +461,7 @@ class Supervisor:
             start_new_session=True, cwd=str(directory),
         )
         log_file.close()
-        (directory / PID_FILE).write_text(str(process.pid))
+        _write_pid_file(directory, process.pid)
         self.workers[port] = RunningWorker(topology_id, index, port, process, time.time(), directory,
                                            launch["conf"].get(HOST_SLOT_KEY))
         log.info("launched worker %d of %s on port %d (pid %d): %s", index, topology_id, port,
@@ -471,7 +473,10 @@ class Supervisor:
         if process.poll() is None:
             log.info("stopping worker %d of %s on port %d: %s", worker.index, worker.topology_id,
                      port, reason)
-            stop_process(process, 0 if force else self.conf["supervisor.worker.shutdown.sleep.secs"])
+            grace = 0 if force else self.conf["supervisor.worker.shutdown.sleep.secs"]
+            if stop_processes([process], grace):
+                log.warning("worker %d of %s on port %d (pid %d) did not exit 10 s after SIGKILL",
+                            worker.index, worker.topology_id, port, process.pid)
         (worker.directory / PID_FILE).unlink(missing_ok=True)
 
     def _adopt_workers(self) -> None:
@@ -480,38 +485,43 @@ class Supervisor:
         still theirs. One on a port this run does not have (its
         `supervisor.slots.ports` changed) is stopped now: it holds a port that is
         not this supervisor's to give."""
-        found, stale = find_workers(self.local_dir / "workers")
-        for pid_file in stale:
-            pid_file.unlink(missing_ok=True)
+        found = find_workers(self.local_dir / "workers")
+        live = {worker.directory for worker in found}
+        for pid_file in (self.local_dir / "workers").glob(f"*/{PID_FILE}"):
+            if pid_file.parent not in live:
+                pid_file.unlink(missing_ok=True)
+        unwanted: list[tuple[FoundWorker, str]] = []
         for worker in found:
             try:
                 launch = json.loads((worker.directory / "launch.json").read_text())
                 port = int(launch["port"])
                 adopted = RunningWorker(launch["topology_id"], int(launch["worker_index"]), port,
-                                        worker.process, time.time(), worker.directory,
-                                        launch["conf"].get(HOST_SLOT_KEY))
+                                        worker.process, worker.process.started_at,
+                                        worker.directory, launch["conf"].get(HOST_SLOT_KEY))
             except (OSError, ValueError, KeyError, TypeError) as exc:
-                self._stop_found(worker, f"its launch file cannot be read ({exc})")
+                unwanted.append((worker, f"its launch file cannot be read ({exc})"))
                 continue
             if port not in self.ports:
-                self._stop_found(worker, f"port {port} is not one of this supervisor's slots "
-                                         f"{self.ports}")
+                unwanted.append((worker, f"port {port} is not one of this supervisor's slots "
+                                         f"{self.ports}"))
                 continue
             if port in self.workers:
-                self._stop_found(worker, f"another worker holds port {port}")
+                unwanted.append((worker, f"another worker holds port {port}"))
                 continue
             self.workers[port] = adopted
+            _write_pid_file(worker.directory, worker.process.pid)
             if worker.restarts:
                 self._restarts[(adopted.topology_id, port)] = worker.restarts
             log.info("adopted worker %d of %s on port %d (pid %d), left running by a previous "
                      "run of this supervisor", adopted.index, adopted.topology_id, port,
                      worker.process.pid)
-
-    def _stop_found(self, worker: FoundWorker, reason: str) -> None:
-        log.info("stopping worker pid %d left by a previous run of this supervisor: %s",
-                 worker.process.pid, reason)
-        stop_process(worker.process, self.conf["supervisor.worker.shutdown.sleep.secs"])
-        (worker.directory / PID_FILE).unlink(missing_ok=True)
+        for worker, reason in unwanted:
+            log.info("stopping worker %s (pid %d) left by a previous run of this supervisor: %s",
+                     worker.directory.name, worker.process.pid, reason)
+        stop_processes([worker.process for worker, _ in unwanted],
+                       self.conf["supervisor.worker.shutdown.sleep.secs"])
+        for worker, _ in unwanted:
+            _remove_pid_file(worker.directory, worker.process.pid)
 
 #: Settings of this host that win over the topology's: how it reaches ZooKeeper,
 #: where it keeps things, how its workers run, its slots, its transport settings.
@@ -537,41 +547,66 @@ def _try_lock(local_dir: Path) -> tuple[int | None, str]:
     return fd, ""
 
 
-def local_dir_holder(conf: dict[str, Any]) -> str | None:
-    """The pid of the supervisor running on `storm.local.dir`, or None."""
-    fd, holder = _try_lock(Path(conf["storm.local.dir"]).resolve())
-    if fd is not None:
+def _write_pid_file(directory: Path, pid: int) -> None:
+    """Whole or not at all (a supervisor killed while writing it left an empty one)."""
+    part = directory / f"{PID_FILE}.part"
+    part.write_text(str(pid))
+    os.replace(part, directory / PID_FILE)
+
+
+def _remove_pid_file(directory: Path, pid: int) -> None:
+    """Unless it names another process by now (its supervisor relaunched the worker)."""
+    path = directory / PID_FILE
+    with contextlib.suppress(OSError, ValueError):
+        if int(path.read_text()) == pid:
+            path.unlink()
+
+
+class NoLocalDir(Exception):
+    """`storm.local.dir` has no supervisor's files: mistyped, or never used."""
+
+
+@contextlib.contextmanager
+def local_dir_lock(local_dir: Path) -> Iterator[str | None]:
+    """The supervisor's lock on `local_dir`, held while the body runs when it is free
+    (yields None: no supervisor can start on it meanwhile); when a supervisor holds
+    it, yields that supervisor's pid and holds nothing."""
+    fd, holder = _try_lock(local_dir)
+    if fd is None:
+        yield holder
+        return
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield None
+    finally:
         os.close(fd)
-        return None
-    return holder
 
 
-def stop_process(process: WorkerProcess, grace: float) -> None:
-    """SIGTERM (the worker stops gracefully: its components' cleanup() runs), and
-    SIGKILL once `grace` seconds have passed; SIGKILL at once with a grace of 0."""
-    if grace > 0:
-        process.terminate()
-        try:
-            process.wait(grace)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-    process.kill()
-    process.wait(10)
-
-
-def kill_workers(conf: dict[str, Any]) -> list[str]:
+def kill_workers(conf: dict[str, Any], warn: Callable[[str], None]) -> list[str]:
     """Stop the workers of this host's supervisor (its `storm.local.dir`), as Storm's
     ``storm kill_workers`` does: they outlive their supervisor, so this is how a host
-    is emptied. Gracefully, as a supervisor stops a worker. A line per worker."""
-    workers_dir = Path(conf["storm.local.dir"]).resolve() / "workers"
-    found, stale = find_workers(workers_dir)
-    for pid_file in stale:
-        pid_file.unlink(missing_ok=True)
+    is emptied. Gracefully, as a supervisor stops a worker, all at once. `warn` is
+    told first when a supervisor runs on the directory (it launches the workers of
+    its slots again). A line per worker."""
+    local_dir = Path(conf["storm.local.dir"]).resolve()
+    if not (local_dir / "supervisor" / "id").exists():
+        raise NoLocalDir(f"storm.local.dir {local_dir} is not a supervisor's (no supervisor/id "
+                         "in it): give the storm.local.dir of the supervisor whose workers to stop")
+    with local_dir_lock(local_dir) as holder:
+        if holder is not None:
+            warn(f"the supervisor (pid {holder}) running on this storm.local.dir launches the "
+                 "workers of its slots again: stop it first to empty this host")
+        found = find_workers(local_dir / "workers")
+        stuck = stop_processes([worker.process for worker in found],
+                               float(conf["supervisor.worker.shutdown.sleep.secs"]))
     done = []
     for worker in found:
-        stop_process(worker.process, float(conf["supervisor.worker.shutdown.sleep.secs"]))
-        (worker.directory / PID_FILE).unlink(missing_ok=True)
+        if worker.process in stuck:
+            done.append(f"worker {worker.directory.name} (pid {worker.process.pid}) did not exit "
+                        "10 s after SIGKILL")
+            continue
+        _remove_pid_file(worker.directory, worker.process.pid)
         done.append(f"stopped worker {worker.directory.name} (pid {worker.process.pid}): "
                     f"exited {exit_text(worker.process.wait(0))}")
     return done

@@ -92,6 +92,9 @@ def run_in_process(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple
          "argument --wait: expected a number of seconds >= 0, got 'inf'"),
         (["submit", str(WORDCOUNT), "-n", "a/b"], "-n/--name: invalid topology name 'a/b'"),
         (["submit", str(WORDCOUNT), "-w", "0"], "-w/--workers must be at least 1, got 0"),
+        # a mistyped storm.local.dir: said, and nothing created there
+        (["kill_workers", "-o", "storm.local.dir=no/such/dir"],
+         "no/such/dir is not a supervisor's (no supervisor/id in it)"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(

@@ -239,26 +239,31 @@ def test_a_sigkilled_worker_is_restarted_and_every_id_still_arrives(cluster: Clu
     assert {row["transport_name"] for row in rows} == {"zmq"}
 
 
-def test_a_supervisors_workers_outlive_it_and_its_next_run_adopts_them(cluster: Cluster) -> None:
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["stopped", "crashed"])
+def test_a_supervisors_workers_outlive_it_and_its_next_run_adopts_them(
+        cluster: Cluster, how: signal.Signals) -> None:
     # Storm: "no worker processes are affected by the death of Nimbus or the
-    # Supervisors". A stopped supervisor's worker runs on, past nimbus's timeouts,
-    # and the supervisor started again takes it on: no worker restarted, no replay.
+    # Supervisors". A stopped or crashed supervisor's worker runs on, past nimbus's
+    # timeouts, and the supervisor started again takes it on: no worker restarted,
+    # no replay.
     cluster.start("nimbus", "nimbus")
     cluster.supervisor("s1", slots=1)
     cluster.supervisor("s2", slots=1)
     cluster.submit(count=3000, rate=150)
     wait_for(lambda: len(cluster.seen()) > 100, "tuples flowing")
     (worker,) = wait_for(lambda: cluster.worker_pids("s1"), "a worker on s1")
-    stopped = cluster.processes.pop("s1")
-    stopped.send_signal(signal.SIGTERM)
-    assert stopped.wait(30) == 0
-    assert f"leaving 1 worker(s) running (pids {worker})" in cluster.log("s1")
-    gone = time.monotonic()
+    gone = cluster.processes.pop("s1")
+    gone.send_signal(how)
+    gone.wait(30)
+    if how == signal.SIGTERM:
+        assert gone.returncode == 0
+        assert f"leaving 1 worker(s) running (pids {worker})" in cluster.log("s1")
     with ClusterState(cluster.zk_conf).start(timeout=10) as state:
-        assert len(state.supervisors()) == 1  # its registration went with it
+        wait_for(lambda: len(state.supervisors()) == 1, "its registration gone")
+    gone_at = time.monotonic()
     # longer than nimbus.task.timeout.secs (8) and a round: the worker stays put
     seen = len(cluster.seen())
-    wait_for(lambda: time.monotonic() - gone > 10 and len(cluster.seen()) > seen,
+    wait_for(lambda: time.monotonic() - gone_at > 10 and len(cluster.seen()) > seen,
              "ids still arriving after nimbus's timeouts", timeout=30)
     assert running(worker)
     assert "moving worker" not in cluster.log("nimbus")
@@ -266,17 +271,27 @@ def test_a_supervisors_workers_outlive_it_and_its_next_run_adopts_them(cluster: 
     cluster.supervisor("s1", again="s1-again")
     wait_for(lambda: f"(pid {worker}), left running by a previous run" in cluster.log("s1-again"),
              "the worker adopted")
-    seen = all_ids_arrive(cluster.output, 3000)
+    ids = all_ids_arrive(cluster.output, 3000)
     assert cluster.worker_pids("s1") == [worker]
     assert "launched worker" not in cluster.log("s1-again")
-    assert sum(n - 1 for n in seen.values()) == 0  # nothing replayed
+    assert sum(n - 1 for n in ids.values()) == 0  # nothing replayed
 
-    # Storm's kill_workers empties a host: gracefully (the worker exits 0)
-    said = cluster.cli("kill_workers", "-o", f"storm.local.dir={cluster.tmp / 's1'}")
-    assert f"(pid {worker}): exited with code 0" in said.stdout, said.stdout
+    # Storm's kill_workers: with the supervisor running, it says the workers will
+    # be launched again (and they are: a way to restart them) ...
+    local_dir = f"storm.local.dir={cluster.tmp / 's1'}"
+    said = cluster.cli("kill_workers", "-o", local_dir)
+    assert f"(pid {worker}): exited with code 0" in said.stdout, said.stdout  # gracefully
     assert "1 worker(s) stopped" in said.stdout
-    assert "launches the workers of its slots again" in said.stderr  # s1-again still runs
+    assert "launches the workers of its slots again" in said.stderr
     assert not running(worker)
+    (again,) = wait_for(lambda: cluster.worker_pids("s1"), "the worker launched again")
+    # ... and with it stopped, it empties the host
+    cluster.processes.pop("s1-again").send_signal(signal.SIGTERM)
+    cluster.processes["nimbus"].send_signal(signal.SIGTERM)  # nothing moves the worker now
+    said = cluster.cli("kill_workers", "-o", local_dir)
+    assert f"(pid {again}): exited with code 0" in said.stdout, said.stdout
+    assert said.stderr == ""
+    assert not running(again) and not cluster.worker_pids("s1")
 
 
 def test_a_dead_hosts_workers_are_moved_and_every_id_arrives(cluster: Cluster) -> None:

@@ -114,6 +114,47 @@ def test_a_heartbeating_worker_outlives_its_supervisor(nimbus: Nimbus) -> None:
     assert slots(state) == [["s2", "h2", 6700]]  # not to s1's free port: s1 is dead
 
 
+def test_a_worker_whose_supervisor_left_before_it_heartbeat_gets_the_task_timeout(
+        nimbus: Nimbus) -> None:
+    # A supervisor restarted just after its worker was placed: the worker may yet
+    # heartbeat (the supervisor started it, and adopts it), but if it never
+    # does, nobody will start it: not the launch grace, the task timeout.
+    state, start = nimbus.state, time.time()
+    one_worker_topology(state, S1, launched=start)
+    register(state, "s1", start)
+    register(state, "s2", start)
+    nimbus.monitor(now=start)
+    state.unregister_supervisor("s1")  # stopped: its node goes at once
+    for elapsed in range(10, TASK_TIMEOUT + 1, 10):
+        register(state, "s2", start + elapsed)
+        nimbus.monitor(now=start + elapsed)
+        assert slots(state) == [["s1", "h1", 6700]], elapsed
+    register(state, "s2", start + TASK_TIMEOUT + 1)
+    nimbus.monitor(now=start + TASK_TIMEOUT + 1)
+    assert slots(state) == [["s2", "h2", 6700]]
+
+
+def test_a_worker_whose_address_another_supervisor_registers_is_moved(nimbus: Nimbus) -> None:
+    # s1 came back with another storm.local.dir, so another id: it does not adopt
+    # the worker, and a worker it was given on that port could not bind
+    state, start = nimbus.state, time.time()
+    one_worker_topology(state, S1, launched=start)
+    register(state, "s1", start)
+    register(state, "s2", start)
+    beat(state, S1, start, start)
+    nimbus.monitor(now=start)
+    state.unregister_supervisor("s1")
+    beat(state, S1, start, start + 10)
+    register(state, "s2", start + 10)
+    nimbus.monitor(now=start + 10)
+    assert slots(state) == [["s1", "h1", 6700]]  # heartbeating: it stays
+    state.register_supervisor("s1-new", {"host": "h1", "ports": [6700], "time": start + 20})
+    beat(state, S1, start, start + 20)
+    register(state, "s2", start + 20)
+    nimbus.monitor(now=start + 20)
+    assert slots(state) != [["s1", "h1", 6700]]
+
+
 @pytest.mark.parametrize("skew", [-HOUR, +HOUR, 0])
 def test_a_worker_with_a_skewed_clock_lives_while_its_heartbeat_changes(
         nimbus: Nimbus, skew: float) -> None:

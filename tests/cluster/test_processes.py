@@ -1,5 +1,5 @@
 """Workers a supervisor adopts (storm_zmq.cluster.processes), with real processes
-standing in for workers: how they are found by their pid files and command lines,
+standing in for workers: how they are found by their command lines,
 watched without being waited for, and how their exit codes are learnt. Supervisors
 adopting real workers are in tests/cluster/test_cluster.py."""
 
@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from storm_zmq.cluster.processes import (
     AdoptedProcess,
     exit_text,
     find_workers,
+    stop_processes,
 )
 
 #: Sleeps until told to stop; on SIGTERM writes code 3 to its exit file and exits 3,
@@ -59,27 +61,49 @@ def stand_in(started: list[subprocess.Popen[bytes]], directory: Path, *, module:
     return process
 
 
-def test_the_workers_of_a_local_dir_are_found_by_pid_file_and_command_line(
+def test_the_workers_of_a_local_dir_are_found_by_their_command_lines(
         tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
-    workers = tmp_path / "workers"
+    workers = tmp_path.resolve() / "workers"
     ours = stand_in(started, workers / "T-1-6700", restarts=2)
-    # a pid file naming a process that is another directory's worker, one that is
-    # not a worker at all, one of a process that is gone, and one that is garbage
-    stand_in(started, workers / "T-1-6701")
-    (workers / "elsewhere").mkdir()
-    (workers / "elsewhere" / PID_FILE).write_text(str(ours.pid))
+    unwritten = stand_in(started, workers / "T-1-6701")  # its supervisor died first
+    (workers / "T-1-6701" / PID_FILE).unlink()
+    # not this directory's workers: another module, another local dir, one gone
     other = stand_in(started, workers / "T-1-6702", module="something.else")
-    gone = stand_in(started, workers / "T-1-6703")
+    stand_in(started, tmp_path / "elsewhere" / "workers" / "T-1-6703")
+    gone = stand_in(started, workers / "T-1-6704")
     gone.kill()
     gone.wait()
-    (workers / "garbage").mkdir()
-    (workers / "garbage" / PID_FILE).write_text("not a pid")
 
-    found, stale = find_workers(workers)
+    found = find_workers(workers)
     assert [(w.directory.name, w.process.pid, w.restarts) for w in found] == [
-        ("T-1-6700", ours.pid, 2), ("T-1-6701", started[1].pid, 0)]
-    assert sorted(p.parent.name for p in stale) == ["T-1-6702", "T-1-6703", "elsewhere", "garbage"]
+        ("T-1-6700", ours.pid, 2), ("T-1-6701", unwritten.pid, 0)]
     assert other.poll() is None  # finding touches no process
+    # the process's own start time, not when it was found
+    assert abs(found[0].process.started_at - time.time()) < 30
+
+
+def deaf(started: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    """A process that ignores SIGTERM."""
+    process = subprocess.Popen([sys.executable, "-c", "import signal, time; "
+                                "signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                                "print('ready', flush=True); time.sleep(120)"],
+                               stdout=subprocess.PIPE)
+    started.append(process)
+    assert process.stdout is not None and process.stdout.readline() == b"ready\n"
+    return process
+
+
+def test_stopping_is_graceful_then_forced_for_all_at_once(
+        tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
+    graceful = [stand_in(started, tmp_path / f"w{n}") for n in range(2)]
+    deafs = [deaf(started) for _ in range(2)]
+    began = time.monotonic()
+    assert stop_processes([deafs[0], *graceful, deafs[1]], grace=2.0) == []
+    took = time.monotonic() - began
+    assert [p.returncode for p in graceful] == [3, 3]  # SIGTERM: their cleanup ran
+    assert [p.returncode for p in deafs] == [-signal.SIGKILL] * 2
+    # one grace for them all: one each would be 4 s at least
+    assert 2.0 <= took < 3.5, took
 
 
 def test_an_adopted_worker_is_watched_until_it_exits_and_its_code_is_its_exit_file(
