@@ -12,7 +12,9 @@ every `nimbus.monitor.freq.secs`:
   workers outlive their supervisor, as Storm's do, and a host that died stops
   heartbeating. Such a worker that never heartbeat gets the task timeout, not the
   launch grace, and one whose host and port another live supervisor now registers
-  (the same host's supervisor, started with another `storm.local.dir`) moves at once;
+  (the same host's supervisor, started with another `storm.local.dir`) moves at once,
+  as does one on a port its supervisor no longer registers (it stopped the worker
+  when it started with other `supervisor.slots.ports`);
 - ends a rebalance's wait (status ``rebalancing``, written by `storm-zmq rebalance`)
   once ``rebalance_wait`` has passed since it saw the request: the topology gets
   its status from before the rebalance back and, with ``rebalance_workers``, its new
@@ -307,6 +309,7 @@ class Nimbus:
         launched = list(current["launched"])
         beats = current_beats(current, self.state.worker_beats(topology_id))
         alive: set[Slot] = set()
+        offered = set(all_slots)
         claimed = {(s.host, s.port) for s in all_slots}  # by a live supervisor
         for index, (slot, beat) in enumerate(zip(slots, beats, strict=True)):
             key = (topology_id, slot)
@@ -314,6 +317,8 @@ class Nimbus:
             self._workers.observe(key, (launched[index], beat_time), now)
             slots_seen.add(key)
             limit = self.conf["nimbus.task.timeout.secs"]
+            if slot.supervisor in alive_supervisors and slot not in offered:
+                continue  # its supervisor's slots changed: it stopped the worker there
             if slot.supervisor not in alive_supervisors:
                 # Its worker runs on by itself, as Storm's do, while it heartbeats
                 # (its supervisor stopped, or is restarting); one that has not yet

@@ -74,9 +74,11 @@ class ClusterOverview:
     #: the id of the nimbus that leads (its node in the election), None: none leads
     leader: str | None = None
     #: workers an assignment places on a supervisor that is not registered (it
-    #: stopped, is restarting, or its host died): (topology name, supervisor id,
-    #: host, port). They run on by themselves while they heartbeat (workers outlive
-    #: their supervisor); nimbus moves those whose heartbeats stop.
+    #: stopped, is restarting, or its host died), or on a port its registration
+    #: does not have (it was restarted with other ports): (topology name,
+    #: supervisor id, host, port). The first run on by themselves while they
+    #: heartbeat (workers outlive their supervisor); nimbus moves those whose
+    #: heartbeats stop, and the second at once.
     unsupervised: tuple[tuple[str, str, str, int], ...] = ()
 
     @property
@@ -152,7 +154,8 @@ def cluster_overview(
                 supervisor, host, port = slot
                 name = names.get(topology_id, topology_id)
                 held[(str(supervisor), int(port))] = name
-                if str(supervisor) not in supervisors:
+                registered = supervisors.get(str(supervisor))
+                if registered is None or int(port) not in _ports(registered):
                     unsupervised.append((name, str(supervisor), str(host), int(port)))
             except (TypeError, ValueError):
                 continue

@@ -18,11 +18,12 @@ file was never written (its supervisor died right after starting it) is found to
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -155,11 +156,10 @@ def _argument(arguments: list[bytes], name: bytes) -> bytes | None:
         return None
 
 
-def find_workers(workers_dir: Path) -> list[FoundWorker]:
-    """The live workers of `workers_dir` (``storm.local.dir/workers``, resolved),
-    by directory (see the module docstring)."""
+def _worker_processes() -> Iterator[tuple[int, int, list[bytes], Path]]:
+    """(pid, start ticks, command line, launch file) of every live worker process of
+    this machine, whichever supervisor started it."""
     module = WORKER_MODULE.encode()
-    found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -173,9 +173,18 @@ def find_workers(workers_dir: Path) -> list[FoundWorker]:
         launch_file = _argument(arguments, b"--launch-file")
         if ticks is None or module not in arguments or launch_file is None:
             continue
-        directory = Path(os.fsdecode(launch_file)).parent
-        if directory.parent != workers_dir or _start_ticks(pid) != ticks:
-            continue  # another local dir's, or the pid was reused while reading
+        if _start_ticks(pid) == ticks:  # else the pid was reused while reading
+            yield pid, ticks, arguments, Path(os.fsdecode(launch_file))
+
+
+def find_workers(workers_dir: Path) -> list[FoundWorker]:
+    """The live workers of `workers_dir` (``storm.local.dir/workers``, resolved),
+    by directory (see the module docstring)."""
+    found = []
+    for pid, ticks, arguments, launch_file in _worker_processes():
+        directory = launch_file.parent
+        if directory.parent != workers_dir:
+            continue  # another local dir's
         try:
             restarts = int(_argument(arguments, b"--restarts") or 0)
         except ValueError:
@@ -183,6 +192,22 @@ def find_workers(workers_dir: Path) -> list[FoundWorker]:
         found.append(FoundWorker(directory, AdoptedProcess(pid, ticks, directory / EXIT_FILE),
                                  restarts))
     return sorted(found, key=lambda worker: worker.directory)
+
+
+def running_supervisors_slots() -> dict[str, list[int]]:
+    """Supervisor id -> its `supervisor.slots.ports`, of every supervisor whose
+    workers run on this machine, read from their launch files: what CPU pinning
+    counts for a supervisor that stopped and left its workers running (it is no
+    longer registered, yet its workers still hold their CPUs). A launch file this
+    process may not read is left out."""
+    slots = {}
+    for _pid, _ticks, _arguments, launch_file in _worker_processes():
+        try:
+            launch = json.loads(launch_file.read_text())
+            slots[str(launch["supervisor"])] = [int(p) for p in launch["conf"]["supervisor.slots.ports"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return slots
 
 
 def stop_processes(processes: Sequence[WorkerProcess], grace: float) -> list[WorkerProcess]:

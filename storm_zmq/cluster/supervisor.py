@@ -60,10 +60,12 @@ from storm_zmq.cluster.package import MARKER_NAME, unpack_package
 from storm_zmq.cluster.processes import (
     EXIT_FILE,
     PID_FILE,
+    UNKNOWN_EXIT,
     FoundWorker,
     WorkerProcess,
     exit_text,
     find_workers,
+    running_supervisors_slots,
     stop_processes,
 )
 from storm_zmq.cluster.state import ClusterState, impatient_zookeeper_conf
@@ -280,8 +282,13 @@ class Supervisor:
     # -- CPU pinning -----------------------------------------------------------------
 
     def _host_slots(self) -> list[tuple[int, str]]:
-        """Every worker slot of this machine: its supervisors' in ZooKeeper, and ours."""
-        return host_slots(self.id, self.ports, self.machine, self.state.supervisors())
+        """Every worker slot of this machine: its supervisors' in ZooKeeper, ours, and
+        those of a supervisor of this machine that stopped but whose workers run on
+        (they keep their CPUs: a worker launched now must not be given one)."""
+        registered = dict(self.state.supervisors())
+        for other, ports in running_supervisors_slots().items():
+            registered.setdefault(other, {"hostname": self.machine, "ports": ports})
+        return host_slots(self.id, self.ports, self.machine, registered)
 
     def _check_pinning(self) -> None:
         """Warn about each worker launched with pinning on whose CPU (or lack of one)
@@ -489,6 +496,12 @@ class Supervisor:
         live = {worker.directory for worker in found}
         for pid_file in (self.local_dir / "workers").glob(f"*/{PID_FILE}"):
             if pid_file.parent not in live:
+                try:
+                    code = int((pid_file.parent / EXIT_FILE).read_text())
+                except (OSError, ValueError):
+                    code = UNKNOWN_EXIT
+                log.info("worker %s exited %s while no supervisor ran on this storm.local.dir",
+                         pid_file.parent.name, exit_text(code))
                 pid_file.unlink(missing_ok=True)
         unwanted: list[tuple[FoundWorker, str]] = []
         for worker in found:

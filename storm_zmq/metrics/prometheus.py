@@ -171,8 +171,8 @@ def render(summaries: Iterable[TopologySummary], overview: ClusterOverview | Non
         family("cluster_leader", "gauge", "1 while a nimbus leads, 0 when none does "
                "(nothing is assigned or repaired then).").add((), int(overview.leader is not None))
         unsupervised = family("cluster_unsupervised_workers", "gauge", "Workers an assignment "
-                              "places on a supervisor that is not registered (they run on "
-                              "while they heartbeat; nimbus moves them once they stop).")
+                              "places on no registered supervisor slot (they run on while "
+                              "they heartbeat; nimbus moves them once they stop).")
         unsupervised.add((), len(overview.unsupervised))
         slots = family("supervisor_slots", "gauge", "Worker slots of a supervisor "
                        "(supervisor.slots.ports), by state: used (a topology's assignment "

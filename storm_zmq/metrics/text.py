@@ -188,9 +188,10 @@ def format_overview(overview: ClusterOverview) -> str:
     else:
         lines += ["", "no supervisor is registered: start one with storm-zmq supervisor"]
     if overview.unsupervised:
-        lines += ["", "workers on no registered supervisor (stopped, restarting, or its host "
-                      "is down): they run on while they heartbeat; nimbus moves them to free "
-                      "slots, if any, once their heartbeats stop"] + _table(
+        lines += ["", "workers on no registered supervisor slot: they run on while they "
+                      "heartbeat (their supervisor stopped or restarts); nimbus moves them to "
+                      "free slots, if any, once they stop, or at once when their supervisor "
+                      "no longer has the port"] + _table(
             ("topology", "supervisor", "host:port"),
             [(t, s, f"{h}:{p}") for t, s, h, p in overview.unsupervised], text_columns=(0, 1, 2))
     return "\n".join(lines)

@@ -155,6 +155,21 @@ def test_a_worker_whose_address_another_supervisor_registers_is_moved(nimbus: Ni
     assert slots(state) != [["s1", "h1", 6700]]
 
 
+def test_a_worker_on_a_port_its_supervisor_no_longer_has_is_moved(nimbus: Nimbus) -> None:
+    # s1 restarted with other supervisor.slots.ports and stopped the worker on
+    # 6700: its last heartbeat is still fresh, but nobody runs it any more
+    state, start = nimbus.state, time.time()
+    one_worker_topology(state, S1, launched=start)
+    register(state, "s1", start)
+    register(state, "s2", start)
+    beat(state, S1, start, start)
+    nimbus.monitor(now=start)
+    state.register_supervisor("s1", {"host": "h1", "ports": [6800], "time": start + 1})
+    beat(state, S1, start, start + 1)
+    nimbus.monitor(now=start + 1)
+    assert slots(state) != [["s1", "h1", 6700]]
+
+
 @pytest.mark.parametrize("skew", [-HOUR, +HOUR, 0])
 def test_a_worker_with_a_skewed_clock_lives_while_its_heartbeat_changes(
         nimbus: Nimbus, skew: float) -> None:

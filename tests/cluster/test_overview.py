@@ -49,10 +49,12 @@ def test_a_slot_of_a_supervisor_that_is_gone_or_not_its_own_counts_for_nobody() 
     assert not s1.used and s1.free == (6700,)
     assert (overview.slots, overview.used_slots, overview.free_slots) == (1, 0, 1)
     assert overview.leader is None
-    # the worker on s9, whose supervisor is not registered, is unsupervised
-    assert overview.unsupervised == (("wordcount", "s9", "h9", 6700),)
-    assert overview.to_dict()["unsupervised"] == [
-        {"topology": "wordcount", "supervisor": "s9", "host": "h9", "port": 6700}]
+    # the worker on s9, whose supervisor is not registered, is unsupervised, and
+    # so is the one on s1's 6701, a port s1 no longer registers
+    assert overview.unsupervised == (("wordcount", "s1", "h1", 6701),
+                                     ("wordcount", "s9", "h9", 6700))
+    assert overview.to_dict()["unsupervised"][1] == {
+        "topology": "wordcount", "supervisor": "s9", "host": "h9", "port": 6700}
 
 
 def test_damaged_records_are_read_as_far_as_they_go() -> None:

@@ -5,14 +5,17 @@ ports than CPUs. Real ZooKeeper, daemons and workers (tests/cluster/test_cluster
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cluster.conftest import stand_in
 from tests.cluster.test_cluster import Cluster, wait_for
 
 ALLOWED = sorted(os.sched_getaffinity(0))
@@ -109,3 +112,24 @@ def test_a_worker_pinned_before_its_hosts_other_supervisor_started_is_named(
     assert len(warnings) == 1, warnings
     assert "port 6710 (pid 4242) was given CPU 0 as slot 1 of 1" in warnings[0]
     assert "now have 2 (6700, 6710), which would give it CPU 1" in warnings[0]
+
+
+def test_a_stopped_supervisors_running_workers_keep_their_slots_in_the_count(
+        tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
+    # s1 stopped (not registered) and left its worker running, pinned to the first
+    # CPU as slot 1 of 2. s2 now launches a worker: counting only the registered
+    # supervisors, it was slot 1 of 1, on that same CPU, while the other sat idle
+    # (an operator's audit). Its running worker's launch file says s1's ports.
+    from storm_zmq.cluster import supervisor as module
+    from storm_zmq.config import DEFAULTS
+
+    directory = tmp_path / "s1" / "workers" / "T-1-6700"
+    stand_in(started, directory)
+    (directory / "launch.json").write_text(json.dumps(
+        {"supervisor": "s1-gone", "conf": {"supervisor.slots.ports": [6700]}}))
+    conf = {**DEFAULTS, "storm.local.dir": str(tmp_path / "s2"), "supervisor.slots.ports": [6710]}
+    s2 = module.Supervisor(conf)
+    s2.state = _Registrations({s2.id: {"hostname": s2.machine, "ports": [6710]}})  # type: ignore[assignment]
+    slots = s2._host_slots()
+    assert slots == [(6700, "s1-gone"), (6710, s2.id)]
+    assert module.host_slot(s2.id, 6710, slots) == [1, 2]  # the second CPU

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,46 +18,12 @@ from storm_zmq.cluster.processes import (
     EXIT_FILE,
     PID_FILE,
     UNKNOWN_EXIT,
-    WORKER_MODULE,
     AdoptedProcess,
     exit_text,
     find_workers,
     stop_processes,
 )
-
-#: Sleeps until told to stop; on SIGTERM writes code 3 to its exit file and exits 3,
-#: as a worker does. Its arguments look like a worker's.
-STAND_IN = """
-import pathlib, signal, sys, time
-def stop(*_):
-    pathlib.Path(sys.argv[3]).with_name("exit").write_text("3")
-    sys.exit(3)
-signal.signal(signal.SIGTERM, stop)
-print("ready", flush=True)
-time.sleep(120)
-"""
-
-
-@pytest.fixture
-def started() -> Iterator[list[subprocess.Popen[bytes]]]:
-    processes: list[subprocess.Popen[bytes]] = []
-    yield processes
-    for process in processes:
-        process.kill()
-        process.wait()
-
-
-def stand_in(started: list[subprocess.Popen[bytes]], directory: Path, *, module: str = WORKER_MODULE,
-             restarts: int = 0) -> subprocess.Popen[bytes]:
-    """A process with a worker's command line for `directory`, its pid file written."""
-    directory.mkdir(parents=True, exist_ok=True)
-    process = subprocess.Popen(
-        [sys.executable, "-c", STAND_IN, module, "--launch-file", str(directory / "launch.json"),
-         "--restarts", str(restarts)], stdout=subprocess.PIPE)
-    started.append(process)
-    assert process.stdout is not None and process.stdout.readline() == b"ready\n"
-    (directory / PID_FILE).write_text(str(process.pid))
-    return process
+from tests.cluster.conftest import stand_in
 
 
 def test_the_workers_of_a_local_dir_are_found_by_their_command_lines(

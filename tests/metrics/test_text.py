@@ -107,7 +107,6 @@ def test_workers_on_a_supervisor_that_is_gone_are_listed() -> None:
         {"wc-1": {"slots": [["s1", "h1", 6700], ["s2", "h2", 6701]]}}, {"wc-1": "wordcount"},
         now=0.0)
     text = format_overview(overview)
-    assert ("workers on no registered supervisor (stopped, restarting, or its host is down): "
-            "they run on while they heartbeat; nimbus moves them to free slots, if any, once "
-            "their heartbeats stop") in text
+    assert ("workers on no registered supervisor slot: they run on while "
+            "they heartbeat (their supervisor stopped or restarts); nimbus moves them to free slots, if any, once they stop, or at once when their supervisor no longer has the port") in text
     assert re.search(r"^\s+wordcount\s+s2\s+h2:6701$", text, re.M), text

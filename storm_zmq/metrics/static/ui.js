@@ -119,7 +119,7 @@ function renderCluster(cluster) {
   if (unsupervised) {  // their supervisor is gone: they run on while they heartbeat
     const where = alone.map((w) => w.topology + " " + w.host + ":" + w.port).join(", ");
     totals.append("; ", part("unsupervised", unsupervised, unsupervised + " worker" +
-      (unsupervised === 1 ? "" : "s") + " on no registered supervisor (" + where +
+      (unsupervised === 1 ? "" : "s") + " on no registered supervisor slot (" + where +
       "): they run on while they heartbeat; nimbus moves them once they stop"));
   }
   totals.classList.toggle("error", !cluster.leader || unsupervised > 0);
