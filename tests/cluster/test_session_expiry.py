@@ -70,7 +70,7 @@ class Daemons:
         self.nimbus.state.stop()  # as `storm-zmq nimbus` does on SIGTERM
         for thread in self.threads:
             thread.join(15)
-        kill_workers(self.supervisor.conf)
+        kill_workers(self.supervisor.conf, warn=print)
 
 
 @pytest.fixture
