@@ -363,10 +363,10 @@ class Nimbus:
                 self._said_stranded.discard(key)
             elif key not in self._said_stranded:
                 self._said_stranded.add(key)
-                log.warning("worker %d of %s on %s:%d is down (its heartbeats stopped, or its "
-                            "supervisor is gone before it started) and no free slot can take it: the topology runs without "
-                            "it until a slot frees up or it comes back", index, topology_id,
-                            before.host, before.port)
+                log.warning("worker %d of %s on %s:%d is down (its heartbeats stopped, or "
+                            "its supervisor went before it started) and no free slot can take "
+                            "it: the topology runs without it until a slot frees up or it "
+                            "comes back", index, topology_id, before.host, before.port)
 
     def _remove_orphans(self, topologies: set[str], now: float) -> None:
         """Heartbeats and errors of topologies that are gone: a worker still running

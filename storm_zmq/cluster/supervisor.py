@@ -19,8 +19,8 @@ worker; it moves only when it restarts.
 
 Workers outlive their supervisor, as Storm's do: a supervisor that stops, crashes or
 restarts leaves its workers running (they run in sessions of their own), and
-when it starts again it adopts those whose pid files under its `storm.local.dir`
-name a live worker of that directory (storm_zmq.cluster.processes), then carries on
+when it starts again it adopts the live worker processes whose launch files are
+under its `storm.local.dir` (storm_zmq.cluster.processes), then carries on
 as with workers it launched: it stops the ones whose slot is no longer theirs and
 relaunches the ones that die or hang. Meanwhile nimbus keeps a worker whose
 supervisor is gone where it is for as long as it heartbeats. `storm-zmq
