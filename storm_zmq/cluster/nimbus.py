@@ -342,8 +342,9 @@ class Nimbus:
         for index, (before, after) in enumerate(zip(slots, repaired, strict=True)):
             if before != after:
                 launched[index] = marker
-                log.info("moving worker %d of %s from %s:%d to %s:%d", index, topology_id,
-                         before.host, before.port, after.host, after.port)
+                log.info("moving worker %d of %s from %s:%d (supervisor %s) to %s:%d "
+                         "(supervisor %s)", index, topology_id, before.host, before.port,
+                         before.supervisor, after.host, after.port, after.supervisor)
         used.difference_update(slots)
         used.update(repaired)
         assignment = Assignment.from_dict(current["assignment"])
