@@ -61,6 +61,19 @@ def beat(state: ClusterState, slot: Slot, launched: float, at: float) -> None:
     state.heartbeat(TID, slot.host, slot.port, worker_beat(at, launched, {}))
 
 
+def placed_on_s1(nimbus: Nimbus, *, beating: bool) -> tuple[ClusterState, float]:
+    """One worker placed on s1 now, s1 and s2 registered, the worker's first
+    heartbeat written (if `beating`) and nimbus's first round run: (state, start)."""
+    state, start = nimbus.state, time.time()
+    one_worker_topology(state, S1, launched=start)
+    register(state, "s1", start)
+    register(state, "s2", start)
+    if beating:
+        beat(state, S1, start, start)
+    nimbus.monitor(now=start)
+    return state, start
+
+
 def slots(state: ClusterState) -> list[list[Any]]:
     return (state.get_assignment(TID) or {})["slots"]
 
@@ -119,11 +132,7 @@ def test_a_worker_whose_supervisor_left_before_it_heartbeat_gets_the_task_timeou
     # A supervisor restarted just after its worker was placed: the worker may yet
     # heartbeat (the supervisor started it, and adopts it), but if it never
     # does, nobody will start it: not the launch grace, the task timeout.
-    state, start = nimbus.state, time.time()
-    one_worker_topology(state, S1, launched=start)
-    register(state, "s1", start)
-    register(state, "s2", start)
-    nimbus.monitor(now=start)
+    state, start = placed_on_s1(nimbus, beating=False)
     state.unregister_supervisor("s1")  # stopped: its node goes at once
     for elapsed in range(10, TASK_TIMEOUT + 1, 10):
         register(state, "s2", start + elapsed)
@@ -137,12 +146,7 @@ def test_a_worker_whose_supervisor_left_before_it_heartbeat_gets_the_task_timeou
 def test_a_worker_whose_address_another_supervisor_registers_is_moved(nimbus: Nimbus) -> None:
     # s1 came back with another storm.local.dir, so another id: it does not adopt
     # the worker, and a worker it was given on that port could not bind
-    state, start = nimbus.state, time.time()
-    one_worker_topology(state, S1, launched=start)
-    register(state, "s1", start)
-    register(state, "s2", start)
-    beat(state, S1, start, start)
-    nimbus.monitor(now=start)
+    state, start = placed_on_s1(nimbus, beating=True)
     state.unregister_supervisor("s1")
     beat(state, S1, start, start + 10)
     register(state, "s2", start + 10)
@@ -158,12 +162,7 @@ def test_a_worker_whose_address_another_supervisor_registers_is_moved(nimbus: Ni
 def test_a_worker_on_a_port_its_supervisor_no_longer_has_is_moved(nimbus: Nimbus) -> None:
     # s1 restarted with other supervisor.slots.ports and stopped the worker on
     # 6700: its last heartbeat is still fresh, but nobody runs it any more
-    state, start = nimbus.state, time.time()
-    one_worker_topology(state, S1, launched=start)
-    register(state, "s1", start)
-    register(state, "s2", start)
-    beat(state, S1, start, start)
-    nimbus.monitor(now=start)
+    state, start = placed_on_s1(nimbus, beating=True)
     state.register_supervisor("s1", {"host": "h1", "ports": [6800], "time": start + 1})
     beat(state, S1, start, start + 1)
     nimbus.monitor(now=start + 1)
