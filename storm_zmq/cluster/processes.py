@@ -63,6 +63,14 @@ def exit_text(code: int) -> str:
     return f"with code {code}"
 
 
+def exit_code(exit_file: Path) -> int:
+    """What a worker that exited wrote to its `EXIT_FILE`; `UNKNOWN_EXIT` if nothing."""
+    try:
+        return int(exit_file.read_text())
+    except (OSError, ValueError):
+        return UNKNOWN_EXIT
+
+
 def _start_ticks(pid: int) -> int | None:
     """The process's start time (clock ticks after boot); None when it is gone or a
     zombie (it exited; its parent, not us, reaps it)."""
@@ -111,10 +119,7 @@ class AdoptedProcess:
 
     def poll(self) -> int | None:
         if self._code is None and not self._alive():
-            try:
-                self._code = int(self._exit_file.read_text())
-            except (OSError, ValueError):
-                self._code = UNKNOWN_EXIT
+            self._code = exit_code(self._exit_file)
         return self._code
 
     def _signal(self, number: int) -> None:

@@ -60,9 +60,9 @@ from storm_zmq.cluster.package import MARKER_NAME, unpack_package
 from storm_zmq.cluster.processes import (
     EXIT_FILE,
     PID_FILE,
-    UNKNOWN_EXIT,
     FoundWorker,
     WorkerProcess,
+    exit_code,
     exit_text,
     find_workers,
     running_supervisors_slots,
@@ -496,12 +496,8 @@ class Supervisor:
         live = {worker.directory for worker in found}
         for pid_file in (self.local_dir / "workers").glob(f"*/{PID_FILE}"):
             if pid_file.parent not in live:
-                try:
-                    code = int((pid_file.parent / EXIT_FILE).read_text())
-                except (OSError, ValueError):
-                    code = UNKNOWN_EXIT
                 log.info("worker %s exited %s while no supervisor ran on this storm.local.dir",
-                         pid_file.parent.name, exit_text(code))
+                         pid_file.parent.name, exit_text(exit_code(pid_file.parent / EXIT_FILE)))
                 pid_file.unlink(missing_ok=True)
         unwanted: list[tuple[FoundWorker, str]] = []
         for worker in found:
