@@ -99,14 +99,12 @@ def _no_cluster_workers_left(request: pytest.FixtureRequest) -> Iterator[None]:
     if "tmp_path" not in request.fixturenames:
         yield
         return
-    tmp = os.fsencode(request.getfixturevalue("tmp_path")) + b"/"
+    tmp = request.getfixturevalue("tmp_path")
     yield
-    from storm_zmq.cluster.processes import WORKER_MODULE
-    from tests.procs import processes
+    from storm_zmq.cluster.processes import worker_processes
 
-    for proc in processes():
-        arguments = proc.command.split(b"\0")
-        if WORKER_MODULE.encode() in arguments and any(a.startswith(tmp) for a in arguments):
-            print(f"killing cluster worker pid {proc.pid}, left running by the test")
+    for pid, _ticks, _arguments, launch_file in worker_processes():
+        if launch_file.is_relative_to(tmp):
+            print(f"killing cluster worker pid {pid}, left running by the test")
             with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)

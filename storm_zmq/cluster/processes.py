@@ -161,7 +161,7 @@ def _argument(arguments: list[bytes], name: bytes) -> bytes | None:
         return None
 
 
-def _worker_processes() -> Iterator[tuple[int, int, list[bytes], Path]]:
+def worker_processes() -> Iterator[tuple[int, int, list[bytes], Path]]:
     """(pid, start ticks, command line, launch file) of every live worker process of
     this machine, whichever supervisor started it."""
     module = WORKER_MODULE.encode()
@@ -186,7 +186,7 @@ def find_workers(workers_dir: Path) -> list[FoundWorker]:
     """The live workers of `workers_dir` (``storm.local.dir/workers``, resolved),
     by directory (see the module docstring)."""
     found = []
-    for pid, ticks, arguments, launch_file in _worker_processes():
+    for pid, ticks, arguments, launch_file in worker_processes():
         directory = launch_file.parent
         if directory.parent != workers_dir:
             continue  # another local dir's
@@ -206,7 +206,7 @@ def running_supervisors_slots() -> dict[str, list[int]]:
     longer registered, yet its workers still hold their CPUs). A launch file this
     process may not read is left out."""
     slots = {}
-    for _pid, _ticks, _arguments, launch_file in _worker_processes():
+    for _pid, _ticks, _arguments, launch_file in worker_processes():
         try:
             launch = json.loads(launch_file.read_text())
             slots[str(launch["supervisor"])] = [int(p) for p in launch["conf"]["supervisor.slots.ports"]]
