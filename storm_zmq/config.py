@@ -349,7 +349,7 @@ SCHEMA: dict[str, Setting] = {
         "storm_conf[\"topology.name\"] or pystorm's self.topology_name.", nullable=True),
     "topology.testing.always.try.serialize": Setting(
         False, "bool", "Serialize every emitted tuple, also those delivered inside the "
-        "worker as objects, so that a value msgpack cannot carry fails in a one-worker "
+        "worker as objects, so that a value a tuple cannot carry fails in a one-worker "
         "run as it would between workers (costs one msgpack pack per emit; "
         "storm_zmq.testing's harnesses turn it on)."),
     "topology.stats.sample.rate": Setting(

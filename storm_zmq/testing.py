@@ -28,7 +28,7 @@ harnesses take `context=`, what to add to the pystorm context dict (a worker's, 
 a topology of this one task), e.g. the whole topology's ``"task->component"``.
 
 Every emit is also serialized as it would be between workers
-(`topology.testing.always.try.serialize`, on by default here), so a value msgpack
+(`topology.testing.always.try.serialize`, on by default here), so a value a tuple
 cannot carry raises `SerializationError` naming component, stream and type.
 """
 
@@ -148,7 +148,7 @@ class _Harness:
         self.exhausted = False
         self.target_task = 1
         self.name = name
-        # Storm's testing key, on by default here: a value msgpack cannot carry fails
+        # Storm's testing key, on by default here: a value a tuple cannot carry fails
         # in the unit test rather than only once a tuple crosses workers.
         conf = {**DEFAULTS, TRY_SERIALIZE: True, **(conf or {})}
         self.try_serialize = bool(conf[TRY_SERIALIZE])

@@ -33,6 +33,7 @@ from storm_zmq.runtime.acking import (
     ACKER_INIT_STREAM_ID,
     fold_ack,
 )
+from storm_zmq.topology import value_types
 
 # One packer per thread: twice as fast as msgpack.packb, and never shared between
 # executor threads.
@@ -132,7 +133,7 @@ def encode_tuples(
     try:
         pack = _thread.pack
     except AttributeError:
-        pack = _thread.pack = msgpack.Packer(autoreset=True).pack
+        pack = _thread.pack = msgpack.Packer(autoreset=True, default=value_types.encode).pack
     try:
         return pack((values, source_task, stream, roots))
     except (TypeError, ValueError, OverflowError) as exc:
@@ -156,7 +157,8 @@ def decode_tuples(
     """Decode and check a payload. Values decode as lists (msgpack has one array
     type), which is what a bolt sees from a local emitter of lists too."""
     try:
-        decoded = msgpack.unpackb(payload, use_list=True, strict_map_key=False)
+        decoded = msgpack.unpackb(payload, use_list=True, strict_map_key=False,
+                                  ext_hook=value_types.decode)
     except TypeError:  # an array as a map key: a list cannot be one
         decoded = _decode_with_array_keys(payload)
     except Exception as exc:  # msgpack raises many kinds; all mean "not a tuple"
@@ -202,7 +204,8 @@ def _decode_with_array_keys(payload: bytes) -> Any:
     task of the same worker gets as it is): keys as tuples, every other array as a
     list, as `decode_tuples` gives them otherwise. Only such payloads come here."""
     try:
-        decoded = msgpack.unpackb(payload, use_list=False, strict_map_key=False)
+        decoded = msgpack.unpackb(payload, use_list=False, strict_map_key=False,
+                                  ext_hook=value_types.decode)
         return _lists_but_keys(decoded)
     except RecursionError:
         raise MalformedTuple("payload is nested too deeply") from None
@@ -310,7 +313,7 @@ def _explain_batch(
     return f"component {component!r}, stream {stream!r}: tuple cannot be serialized: {exc}"
 
 
-_CARRIES = "msgpack carries None, bool, int, float, str, bytes, and lists/tuples/dicts of those"
+_CARRIES = f"a tuple carries {value_types.CARRIED}"
 
 
 def _why_unpackable(value: Any, top: str, path: str) -> str | None:
@@ -332,7 +335,9 @@ def _why_unpackable(value: Any, top: str, path: str) -> str | None:
         return None
     where = f"{top}{' at ' + path if path else ''}"
     try:
-        msgpack.packb(value)
+        msgpack.packb(value, default=value_types.encode)
+    except value_types.UnsupportedValue as exc:
+        return f"{where} is {exc}"
     except OverflowError:
         return (f"{where} is the int {reprlib.repr(value)}, outside the 64-bit range msgpack "
                 "carries (-2**63 to 2**64 - 1)")

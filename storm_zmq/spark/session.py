@@ -7,6 +7,7 @@ pyspark is imported lazily (it takes a while and needs nothing until a spout sta
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import shutil
@@ -274,17 +275,8 @@ def stop_session(spark: Any, shutdown_gateway: bool = False) -> None:
 # -- types ---------------------------------------------------------------------------------
 
 _CAST_HINTS = {
-    "DecimalType": "msgpack has no decimal; cast it in source(), e.g. .cast('double') or .cast('string')",
-    "DateType": "msgpack has no date; cast it in source() to a string (.cast('string')) or a "
-    "number (unix_date)",
-    "TimestampType": "msgpack has no timestamp; cast it in source() to a string "
-    "(.cast('string')) or a number (unix_micros, unix_timestamp)",
-    "TimestampNTZType": "msgpack has no timestamp; cast it in source() to a string "
-    "(.cast('string')) or a number",
-    "DayTimeIntervalType": "msgpack has no interval; cast it in source() to a number of "
-    "seconds or a string",
-    "YearMonthIntervalType": "msgpack has no interval; cast it in source() to a number of "
-    "months or a string",
+    "YearMonthIntervalType": "a tuple has no year-month interval; cast it in source() to a "
+    "number of months or a string",
 }
 
 
@@ -295,7 +287,11 @@ def _type_problem(dtype: Any) -> str | None:
     plain = (
         T.NullType, T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType,
         T.FloatType, T.DoubleType, T.StringType, T.BinaryType,
-        *(getattr(T, name) for name in ("CharType", "VarcharType") if hasattr(T, name)),
+        # datetime.date, datetime.datetime (UTC / naive), Decimal, timedelta: carried
+        # by tuples (storm_zmq.topology.value_types)
+        T.DateType, T.TimestampType, T.DecimalType,
+        *(getattr(T, name) for name in ("CharType", "VarcharType", "TimestampNTZType",
+                                        "DayTimeIntervalType") if hasattr(T, name)),
     )
     if isinstance(dtype, plain):
         return None
@@ -314,8 +310,9 @@ def _type_problem(dtype: Any) -> str | None:
                 return problem
         return None
     name = type(dtype).__name__
-    hint = _CAST_HINTS.get(name, "msgpack carries null, boolean, integer, float, string, "
-                                 "binary, and arrays/maps/structs of those; cast it in source()")
+    hint = _CAST_HINTS.get(name, "a tuple carries null, boolean, integer, float, string, "
+                                 "binary, decimal, date, timestamp, timestamp_ntz, day-time "
+                                 "interval, and arrays/maps/structs of those; cast it in source()")
     return f"type {dtype.simpleString()}, which a tuple cannot carry ({hint})"
 
 
@@ -346,9 +343,15 @@ Fixer = Callable[[Any], Any]
 def value_fixer(dtype: Any, source: str) -> Fixer | None:
     """A function making the values of Spark type `dtype`, as `source` ("arrow":
     ``pyarrow`` ``to_pylist``; "rows": pickled Rows) delivers them, plain: structs
-    as dicts, maps as dicts, binary as bytes. None when they already are."""
+    as dicts, maps as dicts, binary as bytes, timestamps as aware datetimes in UTC.
+    None when they already are."""
     from pyspark.sql import types as T
 
+    if isinstance(dtype, T.TimestampType):
+        # An instant, which each source gives its own way: pyarrow in the session's
+        # time zone, pickled Rows naive in this process's local time (the same
+        # instant; astimezone reads a naive one as local time, fold included)
+        return _in_utc
     if isinstance(dtype, T.BinaryType) and source == "rows":
         return lambda v: None if v is None else bytes(v)
     if isinstance(dtype, T.ArrayType):
@@ -379,3 +382,7 @@ def value_fixer(dtype: Any, source: str) -> Fixer | None:
 
 def _same(value: Any) -> Any:
     return value
+
+
+def _in_utc(value: Any) -> Any:
+    return None if value is None else value.astimezone(datetime.UTC)

@@ -25,7 +25,8 @@ Semantics (Storm 2):
 * ``fields``: a hash of the selected field values, modulo the number of target
   tasks, indexes the *sorted* target task list. The hash is a CRC-32 of a canonical
   encoding (UTF-8 for a str, the bytes themselves, the decimal digits of an int, or
-  msgpack of the selected values otherwise), so every process on every machine
+  msgpack of the selected values otherwise, dates, decimals and UUIDs in their
+  canonical encoding: ``value_types``), so every process on every machine
   picks the same task for the same key. Python's ``hash()`` cannot be used: it is
   randomised per process for str and bytes. Values are grouped by that encoding,
   so values that are equal in Python but of different types (``1`` and ``1.0``,
@@ -37,6 +38,7 @@ Semantics (Storm 2):
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 import random
@@ -47,6 +49,7 @@ from zlib import crc32
 
 import msgpack
 
+from storm_zmq.topology import value_types
 from storm_zmq.topology.errors import TopologyError
 
 __all__ = [
@@ -158,10 +161,13 @@ def _new_packer() -> Callable[[Any], bytes]:
     """A msgpack ``pack`` for one chooser: reusing a Packer is ~3x faster than
     ``msgpack.packb``, and one per chooser keeps choosers independent of each other
     (a Packer has an internal buffer and must not be shared between threads)."""
-    return msgpack.Packer(use_bin_type=True, autoreset=True).pack
+    return msgpack.Packer(use_bin_type=True, autoreset=True, default=value_types.encode).pack
 
 
-def _value_hash(value: Any, pack: Callable[[Any], bytes] = msgpack.packb) -> int:
+_pack_once = functools.partial(msgpack.packb, default=value_types.encode)
+
+
+def _value_hash(value: Any, pack: Callable[[Any], bytes] = _pack_once) -> int:
     """The stable hash of one grouping value (see the module docstring)."""
     kind = type(value)
     if kind is str:
@@ -173,14 +179,14 @@ def _value_hash(value: Any, pack: Callable[[Any], bytes] = msgpack.packb) -> int
     return _packed_hash((value,), pack)
 
 
-def _packed_hash(key: tuple[Any, ...], pack: Callable[[Any], bytes] = msgpack.packb) -> int:
+def _packed_hash(key: tuple[Any, ...], pack: Callable[[Any], bytes] = _pack_once) -> int:
     try:
         return crc32(pack(key))
     except (TypeError, ValueError, OverflowError) as exc:
         types = ", ".join(type(v).__name__ for v in key)
         raise TypeError(
             f"fields grouping: cannot hash values of type ({types}): {exc}; grouping "
-            "values must be msgpack-serializable"
+            f"values must be what a tuple carries ({value_types.CARRIED})"
         ) from exc
 
 

@@ -144,6 +144,32 @@ def test_a_task_gets_another_workers_tuples_in_emit_order_across_streams(
     assert sorted(i for seen in sink["seen"].values() for _, i in seen) == list(range(count))
 
 
+@pytest.mark.parametrize("transport", ["zmq", "tcp"])
+def test_dates_decimals_and_uuids_cross_workers_as_themselves(tmp_path: Path, transport: str) -> None:
+    """A value of a type a tuple carries beyond msgpack's own arrives in another
+    worker equal, of its type, time zone and fold included; a fields grouping on a
+    date sends each day to one task, whichever worker emitted it."""
+    count = 300
+    result = run("value_types.py", tmp_path, "--transport", transport, "-o", f"test.count={count}",
+                 workers=2)
+    assert result.returncode == 0, result.stderr
+    sys.path.insert(0, str(PROJECT / "src"))
+    try:
+        from testparts.components import typed_values
+    finally:
+        sys.path.remove(str(PROJECT / "src"))
+    sinks = outputs(tmp_path, "typed")
+    assert len({sink["port"] for sink in sinks.values()}) == 2, "a sink task in each worker"
+    seen = [(int(i), got) for sink in sinks.values() for i, got in sink["seen"].items()]
+    assert sorted(i for i, _ in seen) == list(range(count))
+    for i, (text, types) in seen:
+        expected = typed_values(i)
+        assert text == repr(expected)
+        assert types == [type(v).__name__ for v in expected]
+    days_per_sink = [{typed_values(int(i))[1] for i in sink["seen"]} for sink in sinks.values()]
+    assert all(days_per_sink) and not set.intersection(*days_per_sink), days_per_sink
+
+
 @pytest.mark.parametrize("options", [(), THREADS], ids=["shared-thread", "thread-each"])
 def test_a_component_that_raises_stops_the_run_with_its_traceback(
     tmp_path: Path, options: tuple[str, ...]

@@ -287,7 +287,7 @@ class Custom:
     [
         ({1, 2}, "builtins.set"),
         (object(), "builtins.object"),
-        (datetime.datetime(2024, 1, 1), "datetime.datetime"),
+        (complex(1, 2), "builtins.complex"),
         (Custom(), f"{__name__}.Custom"),
         (2**64, "the int 18446744073709551616, outside the 64-bit range msgpack carries"),
         ("\ud800", "a str that cannot be encoded as UTF-8 (surrogates not allowed at position 0)"),
@@ -304,6 +304,37 @@ def test_unserializable_value_names_component_stream_index_and_type(value: objec
     assert type_name in message
     assert isinstance(info.value, TypeError)  # SerializationError is a TypeError
     assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+class OtherLibrarysZone(datetime.tzinfo):
+    def utcoffset(self, dt: object) -> datetime.timedelta:
+        return datetime.timedelta(hours=1)
+
+
+def test_dates_decimals_and_uuids_travel_as_themselves_even_under_tuple_keys() -> None:
+    import decimal
+    import uuid
+
+    values = [datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC), datetime.date(2024, 1, 2),
+              decimal.Decimal("9.99"), uuid.UUID(int=5), [datetime.timedelta(seconds=1)]]
+    assert decode_tuples(encode_tuple(4, "s", None, values, "c"))[3] == [values]
+    keyed = [{(1, 2): datetime.time(1, 2)}, datetime.date(2024, 1, 3)]  # the slower decode
+    assert decode_tuples(encode_tuple(4, "s", None, keyed, "c"))[3] == [keyed]
+
+
+def test_a_carried_type_that_cannot_travel_says_why_with_its_place() -> None:
+    value = datetime.datetime(2024, 1, 1, tzinfo=OtherLibrarysZone())
+    with pytest.raises(SerializationError, match=r"component 'c', stream 'default': value 1 of the "
+                       r"tuple at \[0\] is a datetime whose tzinfo is a .*OtherLibrarysZone, whose "
+                       r"rules cannot travel \(use datetime.timezone or zoneinfo.ZoneInfo"):
+        encode_tuple(4, "default", None, ["fine", [value]], "c")
+
+
+def test_a_payload_with_an_unknown_or_broken_extension_is_malformed() -> None:
+    for ext in (msgpack.ExtType(99, b""), msgpack.ExtType(3, b"2024-13-45")):
+        payload = msgpack.packb([[["x", ext]], 4, "default", None])
+        with pytest.raises(MalformedTuple, match="not a batch of tuples: .*extension type"):
+            decode_tuples(payload)
 
 
 def test_unserializable_nested_value_names_its_place_down_to_the_item() -> None:

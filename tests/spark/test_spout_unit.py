@@ -274,12 +274,17 @@ def test_column_types_a_tuple_cannot_carry_are_found_from_the_schema() -> None:
         T.StructField("fine", T.MapType(T.StringType(), T.ArrayType(T.LongType()))),
         T.StructField("rows", T.ArrayType(T.StructType([T.StructField("x", T.DoubleType())]))),
         T.StructField("listkeys", T.MapType(T.ArrayType(T.IntegerType()), T.StringType())),
-        T.StructField("when", T.ArrayType(T.DayTimeIntervalType())),
+        T.StructField("when", T.ArrayType(T.YearMonthIntervalType())),
+        T.StructField("carried", T.StructType([  # storm_zmq.topology.value_types
+            T.StructField(name, kind) for name, kind in (
+                ("d", T.DateType()), ("t", T.TimestampType()), ("n", T.TimestampNTZType()),
+                ("p", T.DecimalType(10, 2)), ("s", T.DayTimeIntervalType()))
+        ])),
     ])
     problems = column_problems(schema)
     assert len(problems) == 2
     assert problems[0].startswith("column 'listkeys' has type map<array<int>,string>, whose keys")
-    assert problems[1].startswith("column 'when' has type array<interval day to second>: it contains")
+    assert problems[1].startswith("column 'when' has type array<interval year to month>: it contains")
 
 
 @pytest.mark.parametrize(("attribute", "value", "says"), [

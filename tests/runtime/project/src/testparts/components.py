@@ -359,3 +359,51 @@ class CarryOnBolt(Bolt):
         if first and i % 7 == 0:
             raise ValueError(f"id {i} raised on purpose")
         self.emit([i])
+
+
+def typed_values(i: int) -> list:
+    """The values TypedBolt emits for id i: one of each type a tuple carries beyond
+    msgpack's own (storm_zmq.topology.value_types), nested ones too."""
+    import datetime
+    import decimal
+    import uuid
+    from zoneinfo import ZoneInfo
+
+    day = datetime.date(2024, 1, 1) + datetime.timedelta(days=i % 7)
+    return [
+        i,
+        day,
+        datetime.datetime(2024, 11, 3, 1, 30, i % 60, fold=i % 2, tzinfo=ZoneInfo("America/New_York")),
+        datetime.datetime(2024, 1, 1, 12, 0, i % 60, tzinfo=datetime.timezone(datetime.timedelta(hours=5, minutes=30))),
+        datetime.time(23, 59, i % 60, 999),
+        datetime.timedelta(days=-i, microseconds=i),
+        decimal.Decimal(f"{i}.{i:03d}0"),
+        uuid.UUID(int=i * 2**64 + i),
+        {"nested": [day, decimal.Decimal("-0")]},
+    ]
+
+
+class TypedBolt(Bolt):
+    """Emits `typed_values(id)` for each id it gets."""
+
+    outputs = ["id", "day", "zoned", "offset", "at", "span", "amount", "key", "nested"]
+
+    def process(self, tup):
+        self.emit(typed_values(tup.values.id))
+
+
+class TypedSinkBolt(Bolt):
+    """Records, per id, the repr and the type names of the values it got, and the
+    worker port it got them in."""
+
+    outputs = []
+
+    def initialize(self, conf, ctx):
+        self.conf, self.task, self.port, self.seen = conf, ctx["taskid"], ctx["worker.port"], {}
+
+    def process(self, tup):
+        values = list(tup.values)
+        self.seen[values[0]] = [repr(values), [type(v).__name__ for v in values]]
+
+    def cleanup(self):
+        write_output(self.conf, f"typed-{self.task}.json", {"port": self.port, "seen": self.seen})
