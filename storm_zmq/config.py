@@ -52,7 +52,7 @@ __all__ = [
 DEFAULT_ORIGIN = "default"
 
 #: Value kinds a `Setting` can have.
-KINDS = ("int", "float", "str", "bool", "list[int]", "list[str]")
+KINDS = ("int", "float", "str", "bool", "list[int]", "list[str]", "registrations")
 
 
 class ConfigError(Exception):
@@ -347,6 +347,17 @@ SCHEMA: dict[str, Setting] = {
         None, "str", "The topology's name, as Storm sets it: `submit` (its -n, else the "
         "topology's name) and `run` set it; a component reads it as "
         "storm_conf[\"topology.name\"] or pystorm's self.topology_name.", nullable=True),
+    "topology.kryo.register": Setting(
+        None, "registrations", "Your own types that tuples carry between workers (Storm's "
+        "Kryo registrations): a list whose items are a class's dotted name (its fields "
+        "travel; an Enum's member name) or a one-entry map of a class's name to its "
+        "serializer's (serialize(value) / deserialize(data)). Imported from the "
+        "project's src/ when the topology starts; every worker must read the same list, "
+        "in the same order (docs/architecture.md, \"What a tuple carries\").",
+        nullable=True),
+    "topology.skip.missing.kryo.registrations": Setting(
+        False, "bool", "Skip, with a warning, a topology.kryo.register item whose class or "
+        "serializer is not found, instead of refusing to start (Storm's key)."),
     "topology.testing.always.try.serialize": Setting(
         False, "bool", "Serialize every emitted tuple, also those delivered inside the "
         "worker as objects, so that a value a tuple cannot carry fails in a one-worker "
@@ -647,6 +658,8 @@ def check_value(setting: Setting, value: Any) -> str | None:
     """Return what is wrong with `value` for `setting`, or None if it is fine."""
     if value is None:
         return None if setting.nullable else f"expected {_EXPECTED[setting.kind]}, got null"
+    if setting.kind == "registrations":
+        return _check_registrations(value)
     if setting.kind.startswith("list["):
         if not isinstance(value, list):
             return f"expected {_EXPECTED[setting.kind]}, got {value!r} ({type(value).__name__})"
@@ -661,6 +674,21 @@ def check_value(setting: Setting, value: Any) -> str | None:
     return _check_scalar(setting, setting.kind, value)
 
 
+def _check_registrations(value: Any) -> str | None:
+    """topology.kryo.register's shape: names are imported when the topology starts."""
+    if not isinstance(value, list):
+        return f"expected {_EXPECTED['registrations']}, got {value!r} ({type(value).__name__})"
+    for index, item in enumerate(value):
+        if isinstance(item, dict):
+            if len(item) != 1 or not all(isinstance(v, str) and v.strip() for kv in item.items()
+                                         for v in kv):
+                return (f"item {index}: a map must be one class name to its serializer's "
+                        f"name, got {item!r}")
+        elif not isinstance(item, str) or not item.strip():
+            return f"item {index}: expected a class name or {{class: serializer}}, got {item!r}"
+    return None
+
+
 _EXPECTED = {
     "int": "an integer",
     "float": "a number",
@@ -668,6 +696,7 @@ _EXPECTED = {
     "bool": "true or false",
     "list[int]": "a list of integers",
     "list[str]": "a list of strings",
+    "registrations": "a list of class names, each alone or as {class: serializer}",
 }
 
 _ACCEPTS: dict[str, tuple[type, ...]] = {

@@ -55,6 +55,7 @@ from storm_zmq.component import (
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.executor import not_a_tuple_id
 from storm_zmq.runtime.serialization import encode_tuple
+from storm_zmq.topology.registrations import load_codec
 
 TRY_SERIALIZE = "topology.testing.always.try.serialize"
 
@@ -92,7 +93,7 @@ class _RecordingCollector:
         if direct and direct_task is None:
             raise ValueError(f"stream {stream!r} is direct; emit needs direct_task")
         if h.try_serialize:  # as a worker does between workers: a clear error here
-            encode_tuple(0, stream, None, values, h.name)
+            encode_tuple(0, stream, None, values, h.name, h.codec)
         anchors = list(anchors or [])
         for anchor in anchors:  # as a worker refuses it (with acking on)
             if anchor is not None and not isinstance(anchor, Tuple) and h.input_of(anchor) is anchor:
@@ -152,6 +153,7 @@ class _Harness:
         # in the unit test rather than only once a tuple crosses workers.
         conf = {**DEFAULTS, TRY_SERIALIZE: True, **(conf or {})}
         self.try_serialize = bool(conf[TRY_SERIALIZE])
+        self.codec = load_codec(conf)  # with the types conf's topology.kryo.register names
         self.component = component_cls(collector=_RecordingCollector(self), name=name, task=task)
         # a worker's context (WorkerState.context_for) for a topology of this one task;
         # `context` adds to it or replaces it, e.g. a bigger "task->component"

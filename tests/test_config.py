@@ -164,6 +164,8 @@ def test_defaults_are_storms_names_and_values() -> None:
         "topology.max.error.report.per.interval": 5,
         "topology.name": None,
         "topology.testing.always.try.serialize": False,
+        "topology.kryo.register": None,  # Storm's defaults.yaml: null
+        "topology.skip.missing.kryo.registrations": False,
         "topology.stats.sample.rate": 0.05,
     }
     assert DEFAULTS == expected
@@ -432,6 +434,22 @@ def test_list_must_be_a_list(home: Path, cwd: Path) -> None:
     assert file_error(home, cwd, "supervisor.slots.ports: 6700\n") == (
         "conf/storm.yaml: supervisor.slots.ports: expected a list of integers, got 6700 (int)"
     )
+
+
+def test_kryo_registrations_are_names_or_one_entry_maps(home: Path, cwd: Path) -> None:
+    """Storm's YAML shape; the names are imported when the topology starts."""
+    cwd_yaml(cwd, "topology.kryo.register:\n  - a.B\n  - {c.D: c.DSerializer}\n")
+    assert load(home, cwd)["topology.kryo.register"] == ["a.B", {"c.D": "c.DSerializer"}]
+    key = "conf/storm.yaml: topology.kryo.register"
+    assert file_error(home, cwd, "topology.kryo.register: a.B\n") == (
+        f"{key}: expected a list of class names, each alone or as {{class: serializer}}, got 'a.B' (str)")
+    assert file_error(home, cwd, "topology.kryo.register: [a.B, 3]\n") == (
+        f"{key}: item 1: expected a class name or {{class: serializer}}, got 3")
+    assert file_error(home, cwd, "topology.kryo.register: [{a.B: s, c.D: t}]\n") == (
+        f"{key}: item 0: a map must be one class name to its serializer's name, got "
+        "{'a.B': 's', 'c.D': 't'}")
+    assert file_error(home, cwd, "topology.kryo.register: [{a.B: null}]\n").startswith(
+        f"{key}: item 0: a map must be one class name")
 
 
 def test_list_items_are_checked_with_their_index(home: Path, cwd: Path) -> None:

@@ -364,6 +364,25 @@ def test_an_unserializable_emit_fails_in_the_harness_as_it_would_between_workers
     assert relaxed.emitted_values() == [[{1, 2}], [{1, 2}, 2]]
 
 
+class Coordinates:
+    """A type of the user's, registered in the next test."""
+
+    def __init__(self, lat: float, lon: float) -> None:
+        self.lat, self.lon = lat, lon
+
+
+def test_the_harness_serializes_with_the_types_its_conf_registers() -> None:
+    from storm_zmq.runtime.serialization import SerializationError
+
+    with pytest.raises(SerializationError, match=r"value 0 of the tuple is a tests.test_testing.Coordinates, "
+                                                 r"which cannot be serialized .*topology.kryo.register"):
+        BoltHarness(EchoBolt, name="echo").process([Coordinates(1.0, 2.0)])
+    registered = BoltHarness(EchoBolt, conf={"topology.kryo.register": ["tests.test_testing.Coordinates"]})
+    where = Coordinates(1.0, 2.0)
+    registered.process([where])
+    assert registered.emitted_values()[0] == [where]
+
+
 class WordCountBolt(Bolt):  # the module docstring's (and README's) example bolt
     outputs = ["word", "count"]
 

@@ -291,6 +291,7 @@ def submit_topology(args: argparse.Namespace) -> int:
     from storm_zmq.topology import load_topology
     from storm_zmq.topology.definition import with_max_task_parallelism
     from storm_zmq.topology.loader import streamparse_leftovers
+    from storm_zmq.topology.registrations import RegistrationError, load_codec
 
     conf = load_config_from_args(args)
     print(f"packaging {args.topology_file} ...", file=sys.stderr, flush=True)
@@ -309,6 +310,10 @@ def submit_topology(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     for warning in [*warnings, *streamparse_leftovers(args.topology_file)]:
         print(f"warning: {warning}", file=sys.stderr)
+    try:  # imported here as each worker will (the package holds the same files)
+        load_codec(topology_conf)
+    except RegistrationError as exc:
+        raise UsageError(f"topology {definition.name}: {exc}") from None
     definition = with_max_task_parallelism(definition, topology_conf)
     name = args.name or definition.name
     try:

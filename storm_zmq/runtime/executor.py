@@ -466,6 +466,7 @@ class Executor(threading.Thread):
         self.index = assignment.index
         self.incoming: BatchQueue[tuple[int, Any]] = worker.queues[assignment.index]
         self._task_location = worker.task_location
+        self._codec = worker.codec  # the topology's value types, for remote tuples
         # Storm's rule: a component's own config may turn its debug logging on (or off)
         self.debug = bool(worker.component_conf(self.component).get("topology.debug"))
         self.try_serialize = bool(worker.conf.get("topology.testing.always.try.serialize"))
@@ -708,7 +709,7 @@ class Executor(threading.Thread):
         """The tuples of a remote payload for `task` (what one task sent it on one
         stream); none if the payload is refused (counted and logged)."""
         try:
-            source, stream, roots, values = decode_tuples(payload)
+            source, stream, roots, values = decode_tuples(payload, self._codec)
             return self.worker.make_tuples(source, stream, roots, values, task)
         except MalformedTuple as exc:
             self.malformed += 1
@@ -900,7 +901,7 @@ class Executor(threading.Thread):
         refused here, in the executor that emitted it, with the component, stream
         and setting named; found later, by the send thread, it would take the rest
         of its batch with it."""
-        payload = encode_tuples(source, stream, roots, values, self.component)
+        payload = encode_tuples(source, stream, roots, values, self.component, self._codec)
         limit = self._max_payload
         if limit is None or len(payload) <= limit:
             return [payload]

@@ -36,6 +36,7 @@ from storm_zmq.runtime.worker import worker_main
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.definition import with_max_task_parallelism
 from storm_zmq.topology.loader import streamparse_leftovers
+from storm_zmq.topology.registrations import RegistrationError, load_codec
 
 PROGRESS_INTERVAL = 2.0
 #: A drain still going after this long is announced (it may take up to
@@ -117,6 +118,10 @@ def prepare_run(options: RunOptions, warn: bool = True) -> tuple[Any, dict[str, 
         raise RunError(str(exc)) from None
     for warning in [*warnings, *streamparse_leftovers(options.topology_file)] if warn else ():
         print(f"warning: {warning}", file=sys.stderr)
+    try:  # imported here as each worker will: a missing class stops nothing half-started
+        load_codec(conf)
+    except RegistrationError as exc:
+        raise RunError(f"topology {definition.name}: {exc}") from None
     definition = with_max_task_parallelism(definition, conf)
     _check_picklable(conf)
     workers = options.workers or int(conf["topology.workers"])

@@ -21,7 +21,6 @@ count it against the receiving executor's queue bound without decoding it.
 from __future__ import annotations
 
 import reprlib
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,10 +33,8 @@ from storm_zmq.runtime.acking import (
     fold_ack,
 )
 from storm_zmq.topology import value_types
+from storm_zmq.topology.value_types import BUILTIN, ValueCodec
 
-# One packer per thread: twice as fast as msgpack.packb, and never shared between
-# executor threads.
-_thread = threading.local()
 _U64 = 2**64 - 1
 _new_object = object.__new__
 
@@ -127,17 +124,15 @@ def encode_tuples(
     roots: Sequence[dict[int, int] | None] | None,
     values: Sequence[Sequence[Any]],
     component: str,
+    codec: ValueCodec = BUILTIN,
 ) -> bytes:
     """One payload for the tuples one task emitted on one stream to one remote task
-    since the last flush. `roots` is None when none of them is tracked."""
+    since the last flush. `roots` is None when none of them is tracked; `codec`
+    carries the topology's own types (`topology.kryo.register`)."""
     try:
-        pack = _thread.pack
-    except AttributeError:
-        pack = _thread.pack = msgpack.Packer(autoreset=True, default=value_types.encode).pack
-    try:
-        return pack((values, source_task, stream, roots))
+        return codec.pack((values, source_task, stream, roots))
     except (TypeError, ValueError, OverflowError) as exc:
-        raise SerializationError(_explain_batch(values, component, stream, exc)) from None
+        raise SerializationError(_explain_batch(values, component, stream, exc, codec)) from None
 
 
 def encode_tuple(
@@ -146,21 +141,23 @@ def encode_tuple(
     roots: dict[int, int] | None,
     values: Sequence[Any],
     component: str,
+    codec: ValueCodec = BUILTIN,
 ) -> bytes:
     """A payload of one tuple."""
-    return encode_tuples(source_task, stream, None if roots is None else (roots,), (values,), component)
+    return encode_tuples(source_task, stream, None if roots is None else (roots,), (values,),
+                         component, codec)
 
 
 def decode_tuples(
-    payload: bytes,
+    payload: bytes, codec: ValueCodec = BUILTIN,
 ) -> tuple[int, str, list[dict[int, int] | None] | None, list[list[Any]]]:
     """Decode and check a payload. Values decode as lists (msgpack has one array
     type), which is what a bolt sees from a local emitter of lists too."""
     try:
         decoded = msgpack.unpackb(payload, use_list=True, strict_map_key=False,
-                                  ext_hook=value_types.decode)
+                                  ext_hook=codec.decode)
     except TypeError:  # an array as a map key: a list cannot be one
-        decoded = _decode_with_array_keys(payload)
+        decoded = _decode_with_array_keys(payload, codec)
     except Exception as exc:  # msgpack raises many kinds; all mean "not a tuple"
         raise MalformedTuple(f"payload is not a batch of tuples: {exc!r}") from None
     if type(decoded) is not list or len(decoded) != 4:
@@ -199,13 +196,13 @@ def decode_tuples(
     return source_task, stream, roots, values
 
 
-def _decode_with_array_keys(payload: bytes) -> Any:
+def _decode_with_array_keys(payload: bytes, codec: ValueCodec) -> Any:
     """Decode a payload whose maps have array keys (a dict keyed by tuples, which a
     task of the same worker gets as it is): keys as tuples, every other array as a
     list, as `decode_tuples` gives them otherwise. Only such payloads come here."""
     try:
         decoded = msgpack.unpackb(payload, use_list=False, strict_map_key=False,
-                                  ext_hook=value_types.decode)
+                                  ext_hook=codec.decode)
         return _lists_but_keys(decoded)
     except RecursionError:
         raise MalformedTuple("payload is nested too deeply") from None
@@ -299,13 +296,13 @@ def check_system_tuple(
 
 
 def _explain_batch(
-    batch: Sequence[Sequence[Any]], component: str, stream: str, exc: Exception
+    batch: Sequence[Sequence[Any]], component: str, stream: str, exc: Exception, codec: ValueCodec
 ) -> str:
     for values in batch:
         for index, value in enumerate(values):
             top = f"value {index} of the tuple"
             try:
-                why = _why_unpackable(value, top, "")
+                why = _why_unpackable(value, top, "", codec)
             except RecursionError:  # msgpack's own limit is about as deep
                 why = f"{top} is nested too deeply for msgpack (about 1,000 levels at most)"
             if why is not None:
@@ -313,29 +310,30 @@ def _explain_batch(
     return f"component {component!r}, stream {stream!r}: tuple cannot be serialized: {exc}"
 
 
-_CARRIES = f"a tuple carries {value_types.CARRIED}"
+_CARRIES = (f"a tuple carries {value_types.CARRIED}; register your own types in "
+            "topology.kryo.register")
 
 
-def _why_unpackable(value: Any, top: str, path: str) -> str | None:
+def _why_unpackable(value: Any, top: str, path: str, codec: ValueCodec) -> str | None:
     """What in `value` msgpack refuses, named by its place (`top`, then the
     subscripts down to the innermost item) and why; None if it packs. Off the hot
     path: only once an encode failed."""
     if isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            why = _why_unpackable(item, top, f"{path}[{index}]")
+            why = _why_unpackable(item, top, f"{path}[{index}]", codec)
             if why is not None:
                 return why
         return None
     if isinstance(value, dict):
         for key, item in value.items():
-            why = (_why_unpackable(key, f"a key of {top}", path)
-                   or _why_unpackable(item, top, f"{path}[{reprlib.repr(key)}]"))
+            why = (_why_unpackable(key, f"a key of {top}", path, codec)
+                   or _why_unpackable(item, top, f"{path}[{reprlib.repr(key)}]", codec))
             if why is not None:
                 return why
         return None
     where = f"{top}{' at ' + path if path else ''}"
     try:
-        msgpack.packb(value, default=value_types.encode)
+        codec.packb(value)
     except value_types.UnsupportedValue as exc:
         return f"{where} is {exc}"
     except OverflowError:

@@ -66,6 +66,7 @@ from storm_zmq.topology import load_topology
 from storm_zmq.topology.definition import storm_context
 from storm_zmq.topology.grouping import make_chooser
 from storm_zmq.topology.loader import is_user_file, user_code_line
+from storm_zmq.topology.registrations import load_codec
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +155,9 @@ class WorkerState:
         self.assignment = assignment
         self.worker_index = worker_index
         self.storm_id = assignment.storm_id
+        #: What tuples carry between workers: the built-in types and the topology's
+        #: own (topology.kryo.register), imported now, the project on the path.
+        self.codec = load_codec(self.conf)
         self.stopping = threading.Event()
         self.refused = RefusalLog(log, f"worker {worker_index}")
         # Task messages handed to the transport for peers, and taken from it for this
@@ -292,7 +296,8 @@ class WorkerState:
                     direct_targets.update(targets)
                 else:
                     route.choosers.append(
-                        make_chooser(grouping, stream.fields, targets, self._local_tasks, rng)
+                        make_chooser(grouping, stream.fields, targets, self._local_tasks, rng,
+                                     self.codec)
                     )
             route.direct_targets = frozenset(direct_targets)
             routes[stream_name] = route

@@ -38,7 +38,6 @@ Semantics (Storm 2):
 
 from __future__ import annotations
 
-import functools
 import itertools
 import operator
 import random
@@ -46,8 +45,6 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 from zlib import crc32
-
-import msgpack
 
 from storm_zmq.topology import value_types
 from storm_zmq.topology.errors import TopologyError
@@ -157,17 +154,7 @@ class Chooser(Protocol):
     def choose(self, values: Sequence[Any]) -> Sequence[int]: ...
 
 
-def _new_packer() -> Callable[[Any], bytes]:
-    """A msgpack ``pack`` for one chooser: reusing a Packer is ~3x faster than
-    ``msgpack.packb``, and one per chooser keeps choosers independent of each other
-    (a Packer has an internal buffer and must not be shared between threads)."""
-    return msgpack.Packer(use_bin_type=True, autoreset=True, default=value_types.encode).pack
-
-
-_pack_once = functools.partial(msgpack.packb, default=value_types.encode)
-
-
-def _value_hash(value: Any, pack: Callable[[Any], bytes] = _pack_once) -> int:
+def _value_hash(value: Any, pack: Callable[[Any], bytes] = value_types.BUILTIN.packb) -> int:
     """The stable hash of one grouping value (see the module docstring)."""
     kind = type(value)
     if kind is str:
@@ -179,23 +166,24 @@ def _value_hash(value: Any, pack: Callable[[Any], bytes] = _pack_once) -> int:
     return _packed_hash((value,), pack)
 
 
-def _packed_hash(key: tuple[Any, ...], pack: Callable[[Any], bytes] = _pack_once) -> int:
+def _packed_hash(key: tuple[Any, ...], pack: Callable[[Any], bytes] = value_types.BUILTIN.packb) -> int:
     try:
         return crc32(pack(key))
     except (TypeError, ValueError, OverflowError) as exc:
         types = ", ".join(type(v).__name__ for v in key)
         raise TypeError(
             f"fields grouping: cannot hash values of type ({types}): {exc}; grouping "
-            f"values must be what a tuple carries ({value_types.CARRIED})"
+            f"values must be what a tuple carries ({value_types.CARRIED}, and the types "
+            "of topology.kryo.register)"
         ) from exc
 
 
-def fields_hash(key: Sequence[Any]) -> int:
+def fields_hash(key: Sequence[Any], codec: value_types.ValueCodec = value_types.BUILTIN) -> int:
     """The stable, process-independent hash of the selected field values ``key``
     (an unsigned 32-bit int). The fields chooser picks ``sorted_tasks[h % n]``."""
     if len(key) == 1:
-        return _value_hash(key[0])
-    return _packed_hash(tuple(key))
+        return _value_hash(key[0], codec.packb)
+    return _packed_hash(tuple(key), codec.packb)
 
 
 class _ShuffleChooser:
@@ -307,11 +295,11 @@ class _SingleFieldChooser:
 
     __slots__ = ("_index", "_choices", "_n", "_pack", "_memo", "_memos")
 
-    def __init__(self, index: int, tasks: Sequence[int]) -> None:
+    def __init__(self, index: int, tasks: Sequence[int], codec: value_types.ValueCodec) -> None:
         self._index = index
         self._choices = tuple((task,) for task in tasks)
         self._n = len(tasks)
-        self._pack = _new_packer()
+        self._pack = codec.packer()  # its own: a Packer must not be shared between threads
         self._memos = _MEMOS
         self._memo = _MEMOS.for_targets(self._choices)
 
@@ -340,11 +328,11 @@ class _MultiFieldChooser:
 
     __slots__ = ("_select", "_choices", "_n", "_pack")
 
-    def __init__(self, indexes: Sequence[int], tasks: Sequence[int]) -> None:
+    def __init__(self, indexes: Sequence[int], tasks: Sequence[int], codec: value_types.ValueCodec) -> None:
         self._select = operator.itemgetter(*indexes)  # returns a tuple for >= 2 indexes
         self._choices = tuple((task,) for task in tasks)
         self._n = len(tasks)
-        self._pack = _new_packer()
+        self._pack = codec.packer()
 
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
         return self._choices[_packed_hash(self._select(values), self._pack) % self._n]
@@ -367,13 +355,15 @@ def make_chooser(
     target_tasks: Sequence[int],
     local_tasks: Collection[int],
     rng: random.Random,
+    codec: value_types.ValueCodec = value_types.BUILTIN,
 ) -> Chooser:
     """The chooser of one (emitting task, subscribed stream).
 
     ``output_fields`` are the stream's declared fields, ``target_tasks`` the
     subscriber's task ids (any order: fields and global work on the sorted list),
     ``local_tasks`` the task ids running in this worker (for local_or_shuffle), and
-    ``rng`` seeds the shuffle order (pass a per-task Random so runs can be replayed).
+    ``rng`` seeds the shuffle order (pass a per-task Random so runs can be replayed),
+    ``codec`` encodes the values a fields grouping hashes (the topology's types).
     """
     tasks = tuple(sorted(set(target_tasks)))
     if not tasks:
@@ -397,8 +387,8 @@ def make_chooser(
         raise ValueError(f"{spec!r}: no field {missing[0]!r} in stream fields {output_fields!r}")
     indexes = [output_fields.index(field) for field in spec.fields]
     if len(indexes) == 1:
-        return _SingleFieldChooser(indexes[0], tasks)
-    return _MultiFieldChooser(indexes, tasks)
+        return _SingleFieldChooser(indexes[0], tasks, codec)
+    return _MultiFieldChooser(indexes, tasks, codec)
 
 
 def validate_direct_task(

@@ -120,6 +120,18 @@ def test_a_negative_or_nan_run_time_is_refused(
     one_error_line(err, "-t/--time", seconds)
 
 
+def test_submit_refuses_a_registered_type_it_cannot_import_before_uploading_anything(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No ZooKeeper runs here: the check must come before the first write.
+    argv = ["submit", str(PROJECT / "topologies" / "value_types.py"),
+            "-o", "topology.kryo.register=[testparts.components.Side, no_such_module.Type]"]
+    code, _, err = run_in_process(argv, capsys)
+    assert code == 2
+    one_error_line(err, "topology ValueTypes: topology.kryo.register item 1 (no_such_module.Type): "
+                        "ModuleNotFoundError: No module named 'no_such_module'")
+
+
 def test_submit_refuses_a_config_value_zookeeper_cannot_keep_before_uploading_anything(
     isolated: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

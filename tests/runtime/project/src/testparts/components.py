@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 import os
 import signal
@@ -361,9 +363,49 @@ class CarryOnBolt(Bolt):
         self.emit([i])
 
 
+class Side(enum.Enum):
+    """Registered by value_types.py's topology.kryo.register: travels by name."""
+
+    BUY = 1
+    SELL = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """Registered without a serializer: its fields travel (a tuple in one as a list,
+    as everywhere)."""
+
+    x: int
+    y: float
+    tags: list = dataclasses.field(default_factory=list)
+
+
+class Money:
+    """Registered with MoneySerializer."""
+
+    def __init__(self, cents, currency):
+        self.cents, self.currency = cents, currency
+
+    def __eq__(self, other):
+        return isinstance(other, Money) and (self.cents, self.currency) == (other.cents, other.currency)
+
+    def __repr__(self):
+        return f"Money({self.cents}, {self.currency!r})"
+
+
+class MoneySerializer:
+    def serialize(self, money):
+        return [money.cents, money.currency]
+
+    def deserialize(self, data):
+        cents, currency = data
+        return Money(cents, currency)
+
+
 def typed_values(i: int) -> list:
     """The values TypedBolt emits for id i: one of each type a tuple carries beyond
-    msgpack's own (storm_zmq.topology.value_types), nested ones too."""
+    msgpack's own (storm_zmq.topology.value_types), nested ones too, and the
+    topology's own types (topology.kryo.register)."""
     import datetime
     import decimal
     import uuid
@@ -373,6 +415,9 @@ def typed_values(i: int) -> list:
     return [
         i,
         day,
+        Side.BUY if i % 3 else Side.SELL,
+        Point(i, i / 4, ["a", i]),
+        [Money(i, "EUR"), {"at": Point(0, 0.5)}],
         datetime.datetime(2024, 11, 3, 1, 30, i % 60, fold=i % 2, tzinfo=ZoneInfo("America/New_York")),
         datetime.datetime(2024, 1, 1, 12, 0, i % 60, tzinfo=datetime.timezone(datetime.timedelta(hours=5, minutes=30))),
         datetime.time(23, 59, i % 60, 999),
@@ -386,7 +431,8 @@ def typed_values(i: int) -> list:
 class TypedBolt(Bolt):
     """Emits `typed_values(id)` for each id it gets."""
 
-    outputs = ["id", "day", "zoned", "offset", "at", "span", "amount", "key", "nested"]
+    outputs = ["id", "day", "side", "point", "money", "zoned", "offset", "at", "span", "amount",
+               "key", "nested"]
 
     def process(self, tup):
         self.emit(typed_values(tup.values.id))

@@ -1,0 +1,170 @@
+"""`topology.kryo.register`: the user's own types that tuples carry, as Storm's Kryo
+registrations are: a list whose items are a class's name, or a one-entry map of a
+class's name to its serializer's name.
+
+    topology.kryo.register:
+      - myproject.types.Point                   # its fields travel
+      - myproject.types.Side                    # an Enum: its member's name travels
+      - myproject.types.Money: myproject.types.MoneySerializer
+
+Without a serializer a class travels as Kryo's default (FieldSerializer) sends one:
+its fields (``__dict__`` and ``__slots__``) by name, set again on an instance made
+without calling ``__init__``; an Enum by its member's name. A serializer (a class,
+made with no arguments, or an object) has ``serialize(value)``, returning what a
+tuple carries (registered types included), and ``deserialize(data)``.
+
+Each item gets the extension code `value_types.FIRST_REGISTERED` + its place in the
+list, skipped ones included, so that a worker that cannot import one (with
+`topology.skip.missing.kryo.registrations`) still numbers the others as the rest do.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from storm_zmq.topology.value_types import (
+    BUILTIN,
+    FIRST_REGISTERED,
+    MAX_REGISTERED,
+    RegisteredType,
+    ValueCodec,
+)
+
+log = logging.getLogger(__name__)
+
+REGISTER = "topology.kryo.register"
+SKIP_MISSING = "topology.skip.missing.kryo.registrations"
+
+#: Types msgpack carries as its own (a subclass too: a NamedTuple is an array), so
+#: a registration of one of them would never be used.
+_CARRIED_ANYWAY = (bool, int, float, str, bytes, bytearray, list, tuple, dict)
+
+
+class RegistrationError(ValueError):
+    """A `topology.kryo.register` item that cannot be used; the message names it."""
+
+
+def entries(value: Any) -> list[tuple[str, str | None]]:
+    """(class name, serializer name or None) per item; the shape was checked with
+    the config (`config.check_value`)."""
+    items = []
+    for item in value or ():
+        if isinstance(item, Mapping):
+            ((class_name, serializer_name),) = item.items()
+            items.append((class_name, serializer_name))
+        else:
+            items.append((item, None))
+    return items
+
+
+def import_object(name: str) -> Any:
+    """The object a dotted name (``pkg.module.Class``) or ``pkg.module:Class.Inner``
+    names. ImportError or AttributeError, saying which part was not found."""
+    if ":" in name:
+        module_name, _, path = name.partition(":")
+    else:
+        module_name, _, path = name.rpartition(".")
+        if not module_name:
+            raise ImportError(f"{name!r} is not a dotted name (module.Class)")
+    module = importlib.import_module(module_name)
+    value: Any = module
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def registered_type(cls: Any, code: int, name: str, serializer: Any = None) -> RegisteredType:
+    """How `cls` travels (see the module docstring); RegistrationError if it cannot."""
+    if not isinstance(cls, type):
+        raise RegistrationError(f"{name} is a {type(cls).__name__}, not a class")
+    if issubclass(cls, _CARRIED_ANYWAY):
+        raise RegistrationError(
+            f"{name} is a subclass of {next(b for b in _CARRIED_ANYWAY if issubclass(cls, b)).__name__}, "
+            "which msgpack carries as its own (a tuple's as a list): the registration would never be used"
+        )
+    if serializer is not None:
+        if isinstance(serializer, type):
+            try:
+                serializer = serializer()
+            except Exception as exc:
+                raise RegistrationError(f"the serializer of {name} cannot be made with no "
+                                        f"arguments: {exc!r}") from None
+        missing = [m for m in ("serialize", "deserialize") if not callable(getattr(serializer, m, None))]
+        if missing:
+            raise RegistrationError(f"the serializer of {name} has no {' and no '.join(missing)} method")
+        return RegisteredType(cls, code, name, serializer.serialize, serializer.deserialize)
+    if issubclass(cls, enum.Enum):
+        return RegisteredType(cls, code, name, _member_name, cls.__getitem__)
+    return RegisteredType(cls, code, name, _fields, _instance_maker(cls))
+
+
+def _member_name(member: enum.Enum) -> str:
+    return member.name
+
+
+def _slots(cls: type) -> list[str]:
+    names = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        names.extend([slots] if isinstance(slots, str) else slots)
+    return [n for n in names if n not in ("__dict__", "__weakref__")]
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    """A value's fields by name, sorted, so that equal values encode alike (a fields
+    grouping hashes the encoding) whatever order their attributes were set in."""
+    state = dict(getattr(value, "__dict__", {}))
+    for slot in _slots(type(value)):
+        if hasattr(value, slot):
+            state[slot] = getattr(value, slot)
+    return {key: state[key] for key in sorted(state)}
+
+
+def _instance_maker(cls: type) -> Callable[[Any], Any]:
+    def make(state: Any) -> Any:
+        if type(state) is not dict or not all(type(key) is str for key in state):
+            raise ValueError("fields are not a map of names to values")
+        value = cls.__new__(cls)
+        for key, item in state.items():
+            object.__setattr__(value, key, item)  # a frozen dataclass's too
+        return value
+    return make
+
+
+def load_codec(conf: Mapping[str, Any]) -> ValueCodec:
+    """The codec of a topology's tuples: the built-in types, and those its
+    `topology.kryo.register` names, imported now (the project's directories must
+    be on the path). RegistrationError naming the item if one cannot be used; an
+    item whose class or serializer is not found is skipped with a warning instead
+    when `topology.skip.missing.kryo.registrations` is true, as in Storm."""
+    items = entries(conf.get(REGISTER))
+    if not items:
+        return BUILTIN
+    if len(items) > MAX_REGISTERED:
+        raise RegistrationError(f"{REGISTER} has {len(items)} items; at most {MAX_REGISTERED}")
+    registered = []
+    for index, (class_name, serializer_name) in enumerate(items):
+        where = f"{REGISTER} item {index} ({class_name})"
+        try:
+            cls = import_object(class_name)
+            serializer = None if serializer_name is None else import_object(serializer_name)
+        except (ImportError, AttributeError) as exc:
+            if not conf.get(SKIP_MISSING):
+                raise RegistrationError(
+                    f"{where}: {type(exc).__name__}: {exc} (is the project's src/ where it "
+                    f"is? {SKIP_MISSING}: true skips such an item)"
+                ) from None
+            log.warning("%s: skipped, not found here (%s: %s)", where, type(exc).__name__, exc)
+            continue
+        try:
+            registered.append(registered_type(cls, FIRST_REGISTERED + index, class_name, serializer))
+        except RegistrationError as exc:
+            raise RegistrationError(f"{where}: {exc}") from None
+    try:
+        return ValueCodec(registered)
+    except ValueError as exc:
+        raise RegistrationError(f"{REGISTER}: {exc}") from None
