@@ -79,15 +79,20 @@ def test_carried_values_inside_lists_and_dicts_and_beside_plain_ones() -> None:
 
 def test_equal_values_encode_to_the_same_bytes_and_the_codes_never_change() -> None:
     """The encodings are the wire format and a fields grouping's hash: fixed."""
-    assert pack(datetime.date(2024, 1, 2)) == b"\xc7\x0a\x03" + b"2024-01-02"
-    assert pack(datetime.datetime(2024, 1, 2, 3, 4, 5)) == b"\xc7\x13\x01" + b"2024-01-02T03:04:05"
-    assert pack(datetime.time(3, 4)) == b"\xd7\x04" + b"03:04:00"
+    assert pack(datetime.date(2024, 1, 2)) == b"\xd6\x03" + bytes([0x07, 0xE8, 1, 2])
+    assert pack(datetime.datetime(2024, 1, 2, 3, 4, 5, 6)) == (
+        b"\xc7\x0b\x01" + bytes([0x07, 0xE8, 1, 2, 3, 4, 5, 0, 0, 0, 6]))
+    assert pack(datetime.datetime(2024, 1, 2, tzinfo=datetime.timezone(datetime.timedelta(hours=-1)))) == (
+        b"\xc7\x13\x01" + bytes([0x07, 0xE8, 1, 2, 0, 0, 0, 0, 0, 0, 0])
+        + (-3_600_000_000).to_bytes(8, "big", signed=True))
+    assert pack(datetime.time(3, 4)) == b"\xc7\x07\x04" + bytes([3, 4, 0, 0, 0, 0, 0])
     assert pack(decimal.Decimal("1.10")) == b"\xd6\x06" + b"1.10"
     assert pack(uuid.UUID(int=1)) == b"\xd8\x07" + bytes(15) + b"\x01"
-    assert pack(datetime.timedelta(days=1, seconds=2, microseconds=3)) == b"\xd6\x05\x93\x01\x02\x03"
-    zoned = pack(datetime.datetime(2024, 1, 2, tzinfo=NEW_YORK))
-    assert zoned[2] == value_types.ZONED_DATETIME
-    assert msgpack.unpackb(zoned[3:]) == ["2024-01-02T00:00:00", "America/New_York", 0]
+    assert pack(datetime.timedelta(days=-1, seconds=2, microseconds=3)) == (
+        b"\xc7\x0c\x05" + b"\xff\xff\xff\xff" + bytes([0, 0, 0, 2, 0, 0, 0, 3]))
+    zoned = pack(datetime.datetime(2024, 1, 2, 5, fold=1, tzinfo=NEW_YORK))
+    assert zoned[:3] == b"\xc7\x1c\x02"
+    assert zoned[3:] == bytes([0x07, 0xE8, 1, 2, 5, 0, 0, 0, 0, 0, 0, 1]) + b"America/New_York"
     for value in VALUES:
         assert pack(value) == pack(unpack(pack(value)))
 
@@ -142,17 +147,26 @@ def test_other_types_stay_msgpacks_type_error() -> None:
     ("code", "data", "message"),
     [
         (99, b"", "unknown msgpack extension type 99"),
-        (value_types.DATE, b"not a date", "extension type 3 holds no value|Invalid isoformat"),
-        (value_types.DATE, b"\xff", "extension type 3 holds no value"),
+        (value_types.DATE, b"\x07\xe8\x0d\x01", "extension type 3 holds no value.*month must be in 1..12"),
+        (value_types.DATE, b"\x07\xe8\x01", "extension type 3: 3 bytes, where a value has 4"),
+        (value_types.DATETIME, b"\x07\xe8\x01\x01", "extension type 1 holds no value"),
+        (value_types.DATETIME, bytes([7, 0xE8, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1]),
+         "extension type 1: 12 bytes, where a value has 11 or 19"),
+        (value_types.DATETIME, bytes([7, 0xE8, 1, 1, 0, 0, 0, 0, 0, 0, 0]) + (10**12).to_bytes(8, "big"),
+         "extension type 1 holds no value.*offset must be a timedelta strictly between"),
+        (value_types.TIME, bytes([25, 0, 0, 0, 0, 0, 0]), "hour must be in 0..23"),
         (value_types.DECIMAL, b"1.2.3", "extension type 6 holds no value"),
-        (value_types.UUID, b"short", "extension type 7 holds no value|16 bytes"),
-        (value_types.TIMEDELTA, msgpack.packb([1, 2]), "extension type 5 holds no value"),
-        (value_types.TIMEDELTA, msgpack.packb([10**10, 0, 0]), "extension type 5 holds no value|days"),
-        (value_types.ZONED_DATETIME, msgpack.packb(["2024-01-01T00:00:00", "No/Such_Zone", 0]),
-         "time zone 'No/Such_Zone' is not known on this host"),
-        (value_types.ZONED_DATETIME, msgpack.packb(["2024-01-01T00:00:00", "UTC", 2]),
-         "zoned datetime is not"),
+        (value_types.DECIMAL, b"\xff", "extension type 6 holds no value"),
+        (value_types.UUID, b"short", "extension type 7 holds no value.*16-char"),
+        (value_types.TIMEDELTA, b"\x00" * 11, "extension type 5: 11 bytes, where a value has 12"),
+        (value_types.TIMEDELTA, b"\x7f\xff\xff\xff" + bytes(8), "extension type 5 holds no value.*days"),
+        (value_types.ZONED_DATETIME, bytes([7, 0xE8, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0]) + b"No/Such_Zone",
+         "extension type 2: time zone 'No/Such_Zone' is not known on this host"),
+        (value_types.ZONED_DATETIME, bytes([7, 0xE8, 1, 1, 0, 0, 0, 0, 0, 0, 0, 2]) + b"UTC",
+         "extension type 2: fold 2 is neither 0 nor 1"),
         (value_types.ZONED_DATETIME, b"\xc1", "extension type 2 holds no value"),
+        (value_types.ZONED_DATETIME, bytes([7, 0xE8, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0]) + b"\xff",
+         "extension type 2 holds no value"),
     ],
 )
 def test_bad_extension_data_is_a_value_error_naming_the_cause(code: int, data: bytes, message: str) -> None:
