@@ -99,7 +99,7 @@ def registered_type(cls: Any, code: int, name: str, serializer: Any = None) -> R
         return RegisteredType(cls, code, name, serializer.serialize, serializer.deserialize)
     if issubclass(cls, enum.Enum):
         return RegisteredType(cls, code, name, _member_name, cls.__getitem__)
-    return RegisteredType(cls, code, name, _fields, _instance_maker(cls))
+    return RegisteredType(cls, code, name, _fields_reader(cls), _instance_maker(cls))
 
 
 def _member_name(member: enum.Enum) -> str:
@@ -114,14 +114,19 @@ def _slots(cls: type) -> list[str]:
     return [n for n in names if n not in ("__dict__", "__weakref__")]
 
 
-def _fields(value: Any) -> dict[str, Any]:
-    """A value's fields by name, sorted, so that equal values encode alike (a fields
-    grouping hashes the encoding) whatever order their attributes were set in."""
-    state = dict(getattr(value, "__dict__", {}))
-    for slot in _slots(type(value)):
-        if hasattr(value, slot):
-            state[slot] = getattr(value, slot)
-    return {key: state[key] for key in sorted(state)}
+def _fields_reader(cls: type) -> Callable[[Any], dict[str, Any]]:
+    """What gives an instance's fields by name, sorted, so that equal values encode
+    alike (a fields grouping hashes the encoding) whatever order their attributes
+    were set in. The slots are looked up once, not per value."""
+    slots = _slots(cls)
+
+    def fields(value: Any) -> dict[str, Any]:
+        state = dict(getattr(value, "__dict__", ()))
+        for slot in slots:
+            if hasattr(value, slot):
+                state[slot] = getattr(value, slot)
+        return {key: state[key] for key in sorted(state)}
+    return fields
 
 
 def _instance_maker(cls: type) -> Callable[[Any], Any]:
