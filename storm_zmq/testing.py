@@ -54,7 +54,7 @@ from storm_zmq.component import (
 )
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.executor import not_a_tuple_id
-from storm_zmq.runtime.serialization import encode_tuple
+from storm_zmq.runtime.serialization import decode_tuples, encode_tuple
 from storm_zmq.topology.registrations import load_codec
 
 TRY_SERIALIZE = "topology.testing.always.try.serialize"
@@ -93,7 +93,8 @@ class _RecordingCollector:
         if direct and direct_task is None:
             raise ValueError(f"stream {stream!r} is direct; emit needs direct_task")
         if h.try_serialize:  # as a worker does between workers: a clear error here
-            encode_tuple(0, stream, None, values, h.name, h.codec)
+            # and back, as the receiving worker would: what it would refuse fails here
+            decode_tuples(encode_tuple(0, stream, None, values, h.name, h.codec), h.codec)
         anchors = list(anchors or [])
         for anchor in anchors:  # as a worker refuses it (with acking on)
             if anchor is not None and not isinstance(anchor, Tuple) and h.input_of(anchor) is anchor:

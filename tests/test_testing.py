@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 import time
 from collections import Counter
@@ -381,6 +382,21 @@ def test_the_harness_serializes_with_the_types_its_conf_registers() -> None:
     where = Coordinates(1.0, 2.0)
     registered.process([where])
     assert registered.emitted_values()[0] == [where]
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """A registered key whose tuple field arrives as a list: unhashable there."""
+
+    at: tuple
+
+
+def test_the_harness_decodes_too_so_what_a_worker_would_refuse_fails_here() -> None:
+    from storm_zmq.runtime.serialization import MalformedTuple
+
+    harness = BoltHarness(EchoBolt, conf={"topology.kryo.register": ["tests.test_testing.Cell"]})
+    with pytest.raises(MalformedTuple, match="unhashable"):
+        harness.process([{Cell((1, 2)): "x"}])
 
 
 class WordCountBolt(Bolt):  # the module docstring's (and README's) example bolt

@@ -24,8 +24,6 @@ import reprlib
 from collections.abc import Sequence
 from typing import Any
 
-import msgpack
-
 from storm_zmq.runtime.acking import (
     ACKER_ACK_STREAM_ID,
     ACKER_FAIL_STREAM_ID,
@@ -131,7 +129,7 @@ def encode_tuples(
     carries the topology's own types (`topology.kryo.register`)."""
     try:
         return codec.pack((values, source_task, stream, roots))
-    except (TypeError, ValueError, OverflowError) as exc:
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise SerializationError(_explain_batch(values, component, stream, exc, codec)) from None
 
 
@@ -154,10 +152,9 @@ def decode_tuples(
     """Decode and check a payload. Values decode as lists (msgpack has one array
     type), which is what a bolt sees from a local emitter of lists too."""
     try:
-        decoded = msgpack.unpackb(payload, use_list=True, strict_map_key=False,
-                                  ext_hook=codec.decode)
-    except TypeError:  # an array as a map key: a list cannot be one
-        decoded = _decode_with_array_keys(payload, codec)
+        decoded = codec.unpackb(payload)
+    except RecursionError:
+        raise MalformedTuple("payload is nested too deeply") from None
     except Exception as exc:  # msgpack raises many kinds; all mean "not a tuple"
         raise MalformedTuple(f"payload is not a batch of tuples: {exc!r}") from None
     if type(decoded) is not list or len(decoded) != 4:
@@ -194,28 +191,6 @@ def decode_tuples(
                 if type(root) is not int or type(edge) is not int or root <= 0 or edge < 0:
                     raise MalformedTuple("tuple roots are not a map of 64-bit ids")
     return source_task, stream, roots, values
-
-
-def _decode_with_array_keys(payload: bytes, codec: ValueCodec) -> Any:
-    """Decode a payload whose maps have array keys (a dict keyed by tuples, which a
-    task of the same worker gets as it is): keys as tuples, every other array as a
-    list, as `decode_tuples` gives them otherwise. Only such payloads come here."""
-    try:
-        decoded = msgpack.unpackb(payload, use_list=False, strict_map_key=False,
-                                  ext_hook=codec.decode)
-        return _lists_but_keys(decoded)
-    except RecursionError:
-        raise MalformedTuple("payload is nested too deeply") from None
-    except Exception as exc:
-        raise MalformedTuple(f"payload is not a batch of tuples: {exc!r}") from None
-
-
-def _lists_but_keys(value: Any) -> Any:
-    if type(value) is tuple:
-        return [_lists_but_keys(item) for item in value]
-    if type(value) is dict:
-        return {key: _lists_but_keys(item) for key, item in value.items()}
-    return value
 
 
 def payload_tuple_count(payload: bytes) -> int:

@@ -89,11 +89,12 @@ def _arrow_schema(df: Any, spark: Any) -> Any:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     large = str(spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false"))
-    # Spark 4 asks for the time zone of timestamp columns (the session's, as the JVM
-    # writes them); the values are instants either way, made UTC by value_fixer
-    zone = spark.conf.get("spark.sql.session.timeZone")
+    # Spark 4 asks for a time zone for timestamp columns. The batches hold UTC
+    # microseconds and the zone only says how pyarrow shows them: UTC, which it
+    # shows without a time zone database and for every year (the session's zone
+    # failed for "Z", "PST" and year 1); value_fixer makes them UTC datetimes anyway.
     try:
-        return to_arrow_schema(df.schema, timezone=zone, prefers_large_types=large.lower() == "true")
+        return to_arrow_schema(df.schema, timezone="UTC", prefers_large_types=large.lower() == "true")
     except TypeError:  # pyspark 3.5: no large types, timestamps always UTC
         return to_arrow_schema(df.schema)
 

@@ -20,12 +20,14 @@ list, skipped ones included, so that a worker that cannot import one (with
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import importlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from storm_zmq.config import SCHEMA, check_value
 from storm_zmq.topology.value_types import (
     BUILTIN,
     FIRST_REGISTERED,
@@ -97,8 +99,10 @@ def registered_type(cls: Any, code: int, name: str, serializer: Any = None) -> R
         if missing:
             raise RegistrationError(f"the serializer of {name} has no {' and no '.join(missing)} method")
         return RegisteredType(cls, code, name, serializer.serialize, serializer.deserialize)
+    if issubclass(cls, enum.Flag):  # a combination of members has no name of its own
+        return RegisteredType(cls, code, name, _member_value, cls)
     if issubclass(cls, enum.Enum):
-        return RegisteredType(cls, code, name, _member_name, cls.__getitem__)
+        return RegisteredType(cls, code, name, _member_name, _member_named(cls))
     return RegisteredType(cls, code, name, _fields_reader(cls), _instance_maker(cls))
 
 
@@ -106,12 +110,29 @@ def _member_name(member: enum.Enum) -> str:
     return member.name
 
 
+def _member_value(member: enum.Flag) -> Any:
+    return member.value
+
+
+def _member_named(cls: type[enum.Enum]) -> Callable[[Any], enum.Enum]:
+    def member(name: Any) -> enum.Enum:
+        return cls[name]
+    return member
+
+
 def _slots(cls: type) -> list[str]:
+    """The slot attributes of `cls`'s instances, by the names they are stored under
+    (a private ``__x`` of class ``C`` is ``_C__x``)."""
     names = []
     for klass in cls.__mro__:
         slots = klass.__dict__.get("__slots__", ())
-        names.extend([slots] if isinstance(slots, str) else slots)
-    return [n for n in names if n not in ("__dict__", "__weakref__")]
+        for slot in [slots] if isinstance(slots, str) else slots:
+            if slot in ("__dict__", "__weakref__"):
+                continue
+            if slot.startswith("__") and not slot.endswith("__"):
+                slot = f"_{klass.__name__.lstrip('_')}{slot}"
+            names.append(slot)
+    return names
 
 
 def _fields_reader(cls: type) -> Callable[[Any], dict[str, Any]]:
@@ -130,12 +151,30 @@ def _fields_reader(cls: type) -> Callable[[Any], dict[str, Any]]:
 
 
 def _instance_maker(cls: type) -> Callable[[Any], Any]:
+    """What makes an instance back from its fields, as Kryo's FieldSerializer does:
+    without ``__init__``, each field stored where it lives (the instance dict, or its
+    slot), so no property setter or ``__setattr__`` of the class runs on what came
+    from the network. Refused: a name that is not a field (a dunder, or not a slot
+    of a class whose instances have no dict) and, for a dataclass, a missing field."""
+    slots = frozenset(_slots(cls))
+    has_dict = cls.__dictoffset__ != 0
+    required = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else []
+
     def make(state: Any) -> Any:
         if type(state) is not dict or not all(type(key) is str for key in state):
             raise ValueError("fields are not a map of names to values")
+        for key in state:
+            if key.startswith("__") and key.endswith("__") or not (has_dict or key in slots):
+                raise ValueError(f"{key!r} is not a field of {cls.__qualname__}")
+        missing = [key for key in required if key not in state]
+        if missing:
+            raise ValueError(f"fields {missing} of {cls.__qualname__} are missing")
         value = cls.__new__(cls)
-        for key, item in state.items():
-            object.__setattr__(value, key, item)  # a frozen dataclass's too
+        in_dict = {key: item for key, item in state.items() if key not in slots}
+        if in_dict:
+            value.__dict__.update(in_dict)
+        for key in slots.intersection(state):
+            object.__setattr__(value, key, state[key])  # the slot's descriptor; a frozen one too
         return value
     return make
 
@@ -146,6 +185,9 @@ def load_codec(conf: Mapping[str, Any]) -> ValueCodec:
     be on the path). RegistrationError naming the item if one cannot be used; an
     item whose class or serializer is not found is skipped with a warning instead
     when `topology.skip.missing.kryo.registrations` is true, as in Storm."""
+    problem = check_value(SCHEMA[REGISTER], conf.get(REGISTER))  # unchecked in a harness's conf
+    if problem is not None:
+        raise RegistrationError(f"{REGISTER}: {problem}")
     items = entries(conf.get(REGISTER))
     if not items:
         return BUILTIN

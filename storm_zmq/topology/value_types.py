@@ -16,10 +16,11 @@ in two time zones, may go to different tasks.
 
 Only these exact types are carried; a subclass (a pandas ``Timestamp`` is a
 ``datetime``) is refused with a hint, since it would arrive as its base type and lose
-what it adds. A ``datetime`` or ``time`` keeps its time zone if it is a
-``datetime.timezone`` (a fixed offset; its name is not kept) or a
-``zoneinfo.ZoneInfo`` (by key); any other ``tzinfo`` (pytz, dateutil) is refused,
-since its rules cannot be rebuilt on the receiving side.
+what it adds. A ``datetime`` keeps its time zone if it is a ``datetime.timezone`` (a
+fixed offset; its name is not kept) or a ``zoneinfo.ZoneInfo`` (by key), a ``time``
+if it is a ``datetime.timezone``; any other ``tzinfo`` (pytz, dateutil) is refused,
+since its rules cannot be rebuilt on the receiving side. The fold travels where it
+tells two times apart (see `_FOLD`).
 
 Extension type codes (docs/wire-format.md) are part of the wire format: never reuse
 or renumber one.
@@ -44,16 +45,21 @@ import msgpack
 #: their data: big-endian binary, packed and parsed by `struct` (ISO 8601 text cost
 #: four times as much to make and read).
 DATETIME = 1  # _DATETIME, then the UTC offset in microseconds (_OFFSET) if it has one
-ZONED_DATETIME = 2  # _DATETIME, fold (one byte), the zone key in UTF-8
+ZONED_DATETIME = 2  # _DATETIME (local time), then the zone key in UTF-8
 DATE = 3  # _DATE
 TIME = 4  # _TIME, then the UTC offset in microseconds (_OFFSET) if it has one
 TIMEDELTA = 5  # _TIMEDELTA
 DECIMAL = 6  # UTF-8 str() of the Decimal (NaN, Infinity and -0 included)
 UUID = 7  # the 16 bytes
 
-_DATETIME = struct.Struct("!HBBBBBI")  # year, month, day, hour, minute, second, microsecond
+# The fold (PEP 495) is the top bit of a datetime's month and a time's hour: kept for
+# a naive value (which local time it is) and for a zoned one in the hour that happens
+# twice; 0 with a fixed offset, where it changes nothing, so that equal values encode
+# alike.
+_DATETIME = struct.Struct("!HBBBBBI")  # year, fold|month, day, hour, minute, second, microsecond
 _DATE = struct.Struct("!HBB")
-_TIME = struct.Struct("!BBBI")  # hour, minute, second, microsecond
+_TIME = struct.Struct("!BBBI")  # fold|hour, minute, second, microsecond
+_FOLD = 0x80
 _TIMEDELTA = struct.Struct("!iII")  # days, seconds, microseconds
 _OFFSET = struct.Struct("!q")
 
@@ -81,29 +87,29 @@ class BadExtension(ValueError):
     """Extension data that is no carried value (its message says why)."""
 
 
-def _offset(value: datetime.datetime | datetime.time, kind: str) -> bytes:
-    """The UTC offset's bytes of a naive value (none) or one with a fixed offset."""
+def _offset(value: datetime.datetime | datetime.time, kind: str, zones: str) -> bytes:
+    """The UTC offset's bytes of a value with a fixed offset."""
     tz = value.tzinfo
-    if tz is None:
-        return b""
     if type(tz) is datetime.timezone:
         return _OFFSET.pack(tz.utcoffset(None) // _MICROSECOND)
     raise UnsupportedValue(
         f"a {kind} whose tzinfo is a {type(tz).__module__}.{type(tz).__qualname__}, whose "
-        "rules cannot travel (use datetime.timezone or zoneinfo.ZoneInfo, or convert it "
-        "to UTC first)"
+        f"rules cannot travel (use {zones}, or convert it to UTC first)"
     )
 
 
 _MICROSECOND = datetime.timedelta(microseconds=1)
 
 
+def _datetime_fields(value: datetime.datetime, fold: int) -> bytes:
+    return _DATETIME.pack(value.year, value.month | fold << 7, value.day, value.hour,
+                          value.minute, value.second, value.microsecond)
+
+
 def _encode_datetime(value: datetime.datetime) -> msgpack.ExtType:
-    fields = _DATETIME.pack(value.year, value.month, value.day, value.hour, value.minute,
-                            value.second, value.microsecond)
     tz = value.tzinfo
     if tz is None:
-        return _new_tuple(_ExtType, (DATETIME, fields))
+        return _new_tuple(_ExtType, (DATETIME, _datetime_fields(value, value.fold)))
     if type(tz) is ZoneInfo:
         key = tz.key
         if key is None:  # made from a file, not by name: the receiver could not find it
@@ -111,13 +117,22 @@ def _encode_datetime(value: datetime.datetime) -> msgpack.ExtType:
                 "a datetime whose ZoneInfo was not made from a zone key (ZoneInfo.from_file); "
                 "use ZoneInfo(key), or convert it to UTC first"
             )
-        return _ext(ZONED_DATETIME, fields + bytes((value.fold,)) + key.encode())
-    return _ext(DATETIME, fields + _offset(value, "datetime"))
+        fold = value.fold
+        if fold and value.utcoffset() == value.replace(fold=0).utcoffset():
+            fold = 0  # not the hour that happens twice: the same time either way
+        return _ext(ZONED_DATETIME, _datetime_fields(value, fold) + key.encode())
+    return _ext(DATETIME, _datetime_fields(value, 0)
+                + _offset(value, "datetime", "datetime.timezone or zoneinfo.ZoneInfo"))
 
 
 def _encode_time(value: datetime.time) -> msgpack.ExtType:
-    fields = _TIME.pack(value.hour, value.minute, value.second, value.microsecond)
-    return _ext(TIME, fields + _offset(value, "time"))
+    naive = value.tzinfo is None
+    fields = _TIME.pack(value.hour | (value.fold << 7 if naive else 0), value.minute,
+                        value.second, value.microsecond)
+    if naive:
+        return _ext(TIME, fields)
+    return _ext(TIME, fields + _offset(value, "time", "datetime.timezone: a time has no date "
+                                        "to find a ZoneInfo's offset for"))
 
 
 def _encode_date(value: datetime.date) -> msgpack.ExtType:
@@ -167,26 +182,33 @@ def _fixed_zone(data: bytes, at: int) -> datetime.timezone | None:
 
 
 def _decode_datetime(data: bytes) -> datetime.datetime:
+    year, month, day, hour, minute, second, micro = _DATETIME.unpack_from(data)
     if len(data) == _DATETIME.size:  # naive
-        return datetime.datetime(*_DATETIME.unpack(data))
-    return datetime.datetime(*_DATETIME.unpack_from(data), tzinfo=_fixed_zone(data, _DATETIME.size))
+        return datetime.datetime(year, month & ~_FOLD, day, hour, minute, second, micro,
+                                 fold=month >> 7)
+    if month & _FOLD:
+        raise BadExtension("a fold with a fixed offset")
+    return datetime.datetime(year, month, day, hour, minute, second, micro,
+                             tzinfo=_fixed_zone(data, _DATETIME.size))
 
 
 def _decode_zoned(data: bytes) -> datetime.datetime:
-    at = _DATETIME.size
-    fold = data[at]
-    if fold not in (0, 1):
-        raise BadExtension(f"fold {fold} is neither 0 nor 1")
-    key = bytes(data[at + 1:]).decode()
+    year, month, day, hour, minute, second, micro = _DATETIME.unpack_from(data)
+    key = bytes(data[_DATETIME.size:]).decode()
     try:
         zone = ZoneInfo(key)
     except (ZoneInfoNotFoundError, ValueError) as exc:
         raise BadExtension(f"time zone {key!r} is not known on this host ({exc})") from None
-    return datetime.datetime(*_DATETIME.unpack_from(data), fold=fold, tzinfo=zone)
+    return datetime.datetime(year, month & ~_FOLD, day, hour, minute, second, micro,
+                             fold=month >> 7, tzinfo=zone)
 
 
 def _decode_time(data: bytes) -> datetime.time:
-    return datetime.time(*_TIME.unpack_from(data), tzinfo=_fixed_zone(data, _TIME.size))
+    hour, minute, second, micro = _TIME.unpack_from(data)
+    zone = _fixed_zone(data, _TIME.size)
+    if zone is not None and hour & _FOLD:
+        raise BadExtension("a fold with a fixed offset")
+    return datetime.time(hour & ~_FOLD, minute, second, micro, tzinfo=zone, fold=hour >> 7)
 
 
 def _exactly(layout: struct.Struct, data: bytes) -> tuple[Any, ...]:
@@ -210,6 +232,8 @@ _DECODERS: dict[int, Any] = {
 #: codes below it are kept for built-in types to come.
 FIRST_REGISTERED = 32
 MAX_REGISTERED = 128 - FIRST_REGISTERED
+#: How deep registered values may nest in one another (see `ValueCodec._nest`).
+MAX_NESTING = 32
 
 
 @dataclass(frozen=True)
@@ -241,8 +265,12 @@ class ValueCodec:
             if not FIRST_REGISTERED <= kind.code < 128:
                 raise ValueError(f"{kind.name}: extension code {kind.code} is outside "
                                  f"{FIRST_REGISTERED}-127")
-            if kind.cls in self._encoders or kind.code in self._decoders:
-                raise ValueError(f"{kind.name} is registered twice, or is a type carried anyway")
+            if kind.cls in _ENCODERS:
+                raise ValueError(f"{kind.name} is carried anyway (no need to register it)")
+            if kind.cls in self._encoders:
+                raise ValueError(f"{kind.name} is registered twice")
+            if kind.code in self._decoders:
+                raise ValueError(f"{kind.name}: extension code {kind.code} is taken")
             self._encoders[kind.cls] = functools.partial(self._encode_registered, kind)
             self._decoders[kind.code] = functools.partial(self._decode_registered, kind)
 
@@ -275,8 +303,8 @@ class ValueCodec:
         for base in self._encoders:
             if isinstance(value, base):
                 kind = type(value)
-                hint = " (a pandas Timestamp: .to_pydatetime())" if base in _ENCODERS else \
-                    " or register it too (topology.kryo.register)"
+                hint = (" (a pandas Timestamp: .to_pydatetime())" if base is datetime.datetime
+                        else "" if base in _ENCODERS else " or register it too (topology.kryo.register)")
                 raise UnsupportedValue(
                     f"a {_name(kind)}, a subclass of {_name(base)} that would arrive as a "
                     f"plain {base.__qualname__}; convert it to one{hint}"
@@ -298,24 +326,66 @@ class ValueCodec:
         except Exception as exc:  # the parsers' own kinds: decimal's, msgpack's, uuid's
             raise BadExtension(f"extension type {code} holds no value of its type ({exc!r})") from None
 
+    def unpackb(self, data: bytes) -> Any:
+        """msgpack's unpackb with this codec's types. Arrays come back as lists
+        (msgpack has one array type), except as map keys, where a list cannot be
+        one: a map with array keys (a dict keyed by tuples) takes a second, slower
+        decode that gives those keys as tuples; only such data pays it."""
+        try:
+            return msgpack.unpackb(data, use_list=True, strict_map_key=False, ext_hook=self.decode)
+        except TypeError:  # an array as a map key
+            return lists_but_keys(msgpack.unpackb(data, use_list=False, strict_map_key=False,
+                                                  ext_hook=self.decode))
+
+    def _nest(self, limit_error: type[Exception]) -> None:
+        """One level deeper into registered values, in this thread. Each level is a
+        msgpack call inside a msgpack call, on the C stack: a chain of a few hundred
+        (a linked list, a malicious payload) would overflow it and kill the process,
+        where Python's recursion limit would not stop it first."""
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        if depth >= MAX_NESTING:
+            raise limit_error(f"registered values nested more than {MAX_NESTING} deep (or a "
+                              "value that contains itself)")
+        local.depth = depth + 1
+
     def _encode_registered(self, kind: RegisteredType, value: Any) -> msgpack.ExtType:
         try:
             data = kind.to_data(value)
         except Exception as exc:
             raise UnsupportedValue(f"a {_name(type(value))}, whose serializer ({kind.name}) "
                                    f"raised {exc!r}") from None
+        self._nest(UnsupportedValue)
         try:
-            return msgpack.ExtType(kind.code, msgpack.packb(data, default=self.encode))
+            return _ext(kind.code, msgpack.packb(data, default=self.encode))
+        except UnsupportedValue:
+            raise
         except (TypeError, ValueError, OverflowError) as exc:
             raise UnsupportedValue(f"a {_name(type(value))}, serialized by {kind.name} to "
                                    f"something a tuple cannot carry ({exc})") from None
+        finally:
+            self._local.depth -= 1
 
     def _decode_registered(self, kind: RegisteredType, data: bytes) -> Any:
-        value = msgpack.unpackb(data, ext_hook=self.decode, strict_map_key=False)
+        self._nest(BadExtension)
+        try:
+            value = self.unpackb(data)
+        finally:
+            self._local.depth -= 1
         try:
             return kind.from_data(value)
         except Exception as exc:
             raise BadExtension(f"{kind.name} could not make a value back ({exc!r})") from None
+
+
+def lists_but_keys(value: Any) -> Any:
+    """`value` decoded with arrays as tuples, made as `ValueCodec.unpackb` gives it:
+    every array a list, except as a map key."""
+    if type(value) is tuple:
+        return [lists_but_keys(item) for item in value]
+    if type(value) is dict:
+        return {key: lists_but_keys(item) for key, item in value.items()}
+    return value
 
 
 def _name(kind: type) -> str:

@@ -90,9 +90,11 @@ def test_equal_values_encode_to_the_same_bytes_and_the_codes_never_change() -> N
     assert pack(uuid.UUID(int=1)) == b"\xd8\x07" + bytes(15) + b"\x01"
     assert pack(datetime.timedelta(days=-1, seconds=2, microseconds=3)) == (
         b"\xc7\x0c\x05" + b"\xff\xff\xff\xff" + bytes([0, 0, 0, 2, 0, 0, 0, 3]))
-    zoned = pack(datetime.datetime(2024, 1, 2, 5, fold=1, tzinfo=NEW_YORK))
-    assert zoned[:3] == b"\xc7\x1c\x02"
-    assert zoned[3:] == bytes([0x07, 0xE8, 1, 2, 5, 0, 0, 0, 0, 0, 0, 1]) + b"America/New_York"
+    zoned = pack(datetime.datetime(2024, 11, 3, 1, 30, fold=1, tzinfo=NEW_YORK))  # the second 1:30
+    assert zoned[:3] == b"\xc7\x1b\x02"
+    assert zoned[3:] == bytes([0x07, 0xE8, 0x80 | 11, 3, 1, 30, 0, 0, 0, 0, 0]) + b"America/New_York"
+    assert pack(datetime.datetime(2024, 1, 2, 3, fold=1)) == (  # naive: which local time it is
+        b"\xc7\x0b\x01" + bytes([0x07, 0xE8, 0x80 | 1, 2, 3, 0, 0, 0, 0, 0, 0]))
     for value in VALUES:
         assert pack(value) == pack(unpack(pack(value)))
 
@@ -116,12 +118,32 @@ class FixedZone(datetime.tzinfo):
 
 
 def test_a_zone_whose_rules_cannot_travel_is_refused_with_what_to_use() -> None:
-    for value in (datetime.datetime(2024, 1, 1, tzinfo=FixedZone()),
-                  datetime.time(1, 0, tzinfo=FixedZone())):
+    with pytest.raises(value_types.UnsupportedValue,
+                       match=r"a datetime whose tzinfo is a .*FixedZone, whose rules cannot travel "
+                             r"\(use datetime.timezone or zoneinfo.ZoneInfo"):
+        pack(datetime.datetime(2024, 1, 1, tzinfo=FixedZone()))
+    for zone in (FixedZone(), NEW_YORK):  # a time has no date to find a zone's offset for
         with pytest.raises(value_types.UnsupportedValue,
-                           match=r"tzinfo is a .*FixedZone, whose rules cannot travel \(use "
-                                 r"datetime.timezone or zoneinfo.ZoneInfo"):
-            pack(value)
+                           match=r"a time whose tzinfo is a .*, whose rules cannot travel \(use "
+                                 r"datetime.timezone: a time has no date"):
+            pack(datetime.time(1, 0, tzinfo=zone))
+
+
+def test_the_fold_travels_where_it_tells_two_times_apart_and_only_there() -> None:
+    """Naive: which of a repeated local hour it is. Zoned: kept in the hour that
+    happens twice, dropped elsewhere (equal values, equal bytes, one task for both in
+    a fields grouping). Fixed offset: dropped (it changes nothing)."""
+    naive = datetime.datetime(2021, 11, 7, 1, 30, fold=1)
+    assert unpack(pack(naive)).fold == 1
+    twice = datetime.datetime(2021, 11, 7, 1, 30, fold=1, tzinfo=NEW_YORK)
+    back = unpack(pack(twice))
+    assert back.fold == 1 and back.utcoffset() == twice.utcoffset() == datetime.timedelta(hours=-5)
+    june = datetime.datetime(2021, 6, 1, 12, tzinfo=NEW_YORK)
+    assert june == june.replace(fold=1) and pack(june) == pack(june.replace(fold=1))
+    fixed = datetime.datetime(2021, 6, 1, 12, tzinfo=UTC)
+    assert pack(fixed.replace(fold=1)) == pack(fixed)
+    assert unpack(pack(datetime.time(1, 30, fold=1))).fold == 1
+    assert fields_hash([june]) == fields_hash([june.replace(fold=1)])
 
 
 def test_a_zone_made_from_a_file_is_refused(tmp_path: Any) -> None:
@@ -160,12 +182,16 @@ def test_other_types_stay_msgpacks_type_error() -> None:
         (value_types.UUID, b"short", "extension type 7 holds no value.*16-char"),
         (value_types.TIMEDELTA, b"\x00" * 11, "extension type 5: 11 bytes, where a value has 12"),
         (value_types.TIMEDELTA, b"\x7f\xff\xff\xff" + bytes(8), "extension type 5 holds no value.*days"),
-        (value_types.ZONED_DATETIME, bytes([7, 0xE8, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0]) + b"No/Such_Zone",
+        (value_types.ZONED_DATETIME, bytes([7, 0xE8, 1, 1, 0, 0, 0, 0, 0, 0, 0]) + b"No/Such_Zone",
          "extension type 2: time zone 'No/Such_Zone' is not known on this host"),
-        (value_types.ZONED_DATETIME, bytes([7, 0xE8, 1, 1, 0, 0, 0, 0, 0, 0, 0, 2]) + b"UTC",
-         "extension type 2: fold 2 is neither 0 nor 1"),
+        (value_types.ZONED_DATETIME, bytes([7, 0xE8, 1, 1, 0, 0, 0, 0, 0, 0, 0]) + b"../etc/passwd",
+         "extension type 2: time zone '../etc/passwd' is not known"),
+        (value_types.DATETIME, bytes([7, 0xE8, 0x81, 1, 0, 0, 0, 0, 0, 0, 0]) + bytes(8),
+         "extension type 1: a fold with a fixed offset"),
+        (value_types.TIME, bytes([0x81, 0, 0, 0, 0, 0, 0]) + bytes(8),
+         "extension type 4: a fold with a fixed offset"),
         (value_types.ZONED_DATETIME, b"\xc1", "extension type 2 holds no value"),
-        (value_types.ZONED_DATETIME, bytes([7, 0xE8, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0]) + b"\xff",
+        (value_types.ZONED_DATETIME, bytes([7, 0xE8, 1, 1, 0, 0, 0, 0, 0, 0, 0]) + b"\xff",
          "extension type 2 holds no value"),
     ],
 )
