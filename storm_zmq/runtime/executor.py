@@ -297,7 +297,14 @@ class TaskCollector:
         """topology.testing.always.try.serialize and topology.debug, off the hot path."""
         executor = self._executor
         if executor.try_serialize:  # what a remote target would need, checked for all
-            executor._encode_remote(self._task, route.stream, None, [values])
+            for payload in executor._encode_remote(self._task, route.stream, None, [values]):
+                try:  # and what it would refuse (a tuple key that came back a list)
+                    decode_tuples(payload, executor._codec)
+                except MalformedTuple as exc:
+                    raise SerializationError(
+                        f"component {self._component!r}, stream {route.stream!r}: another "
+                        f"worker could not decode this tuple: {exc}"
+                    ) from None
         if executor.debug:
             log.info(
                 "emit component=%s task=%d stream=%s values=%r -> tasks %s",

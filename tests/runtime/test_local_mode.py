@@ -341,6 +341,19 @@ def test_an_unregistered_type_of_your_own_says_where_to_register_it(tmp_path: Pa
     assert "register your own types in topology.kryo.register)" in result.stderr
 
 
+def test_always_try_serialize_also_finds_a_value_another_worker_could_not_decode(
+    tmp_path: Path
+) -> None:
+    # A registered dict key with a tuple field encodes, and comes back with a list
+    # there: unhashable, so a receiving worker refuses the payload.
+    result = run("cell_keys.py", tmp_path, "-o", "topology.testing.always.try.serialize=true",
+                 workers=1)
+    assert result.returncode == 1
+    assert ("component 'values', stream 'default': another worker could not decode this "
+            "tuple: payload is not a batch of tuples: TypeError(\"unhashable type: 'list'\")"
+            in result.stderr), result.stderr[-2000:]
+
+
 @pytest.mark.parametrize("transport", ["zmq", "tcp"])
 def test_a_tuple_larger_than_the_transport_carries_is_refused_by_its_executor(
     tmp_path: Path, transport: str

@@ -453,3 +453,17 @@ class TypedSinkBolt(Bolt):
 
     def cleanup(self):
         write_output(self.conf, f"typed-{self.task}.json", {"port": self.port, "seen": self.seen})
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """A registered dict key whose tuple field arrives as a list: unhashable there."""
+
+    at: tuple
+
+
+class CellKeySpout(Spout):
+    outputs = ["value"]
+
+    def next_tuple(self):
+        self.emit([{Cell((1, 2)): "x"}])
