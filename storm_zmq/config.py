@@ -359,9 +359,9 @@ SCHEMA: dict[str, Setting] = {
         False, "bool", "Skip, with a warning, a topology.kryo.register item whose class or "
         "serializer is not found, instead of refusing to start (Storm's key)."),
     "topology.testing.always.try.serialize": Setting(
-        False, "bool", "Serialize every emitted tuple, also those delivered inside the "
-        "worker as objects, so that a value a tuple cannot carry fails in a one-worker "
-        "run as it would between workers (costs one msgpack pack per emit; "
+        False, "bool", "Serialize every emitted tuple, and decode it again, also those "
+        "delivered inside the worker as objects, so that a value a tuple cannot carry fails "
+        "in a one-worker run as it would between workers (costs a msgpack pack and unpack per emit; "
         "storm_zmq.testing's harnesses turn it on)."),
     "topology.stats.sample.rate": Setting(
         0.05, "float", "Fraction of a bolt's tuples followed to their ack for its "
