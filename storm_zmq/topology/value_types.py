@@ -182,10 +182,12 @@ def _fixed_zone(data: bytes, at: int) -> datetime.timezone | None:
 
 
 def _decode_datetime(data: bytes) -> datetime.datetime:
-    year, month, day, hour, minute, second, micro = _DATETIME.unpack_from(data)
-    if len(data) == _DATETIME.size:  # naive
-        return datetime.datetime(year, month & ~_FOLD, day, hour, minute, second, micro,
-                                 fold=month >> 7)
+    fields = _DATETIME.unpack_from(data)
+    if len(data) == _DATETIME.size and fields[1] < _FOLD:  # naive, fold 0: most of them
+        return datetime.datetime(*fields)
+    year, month, day, hour, minute, second, micro = fields
+    if len(data) == _DATETIME.size:  # naive, fold 1
+        return datetime.datetime(year, month & ~_FOLD, day, hour, minute, second, micro, fold=1)
     if month & _FOLD:
         raise BadExtension("a fold with a fixed offset")
     return datetime.datetime(year, month, day, hour, minute, second, micro,
