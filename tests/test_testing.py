@@ -392,10 +392,11 @@ class Cell:
 
 
 def test_the_harness_decodes_too_so_what_a_worker_would_refuse_fails_here() -> None:
-    from storm_zmq.runtime.serialization import MalformedTuple
+    from storm_zmq.runtime.serialization import SerializationError
 
     harness = BoltHarness(EchoBolt, conf={"topology.kryo.register": ["tests.test_testing.Cell"]})
-    with pytest.raises(MalformedTuple, match="unhashable"):
+    with pytest.raises(SerializationError, match="component 'bolt', stream 'default': another worker "
+                                                 "could not decode this tuple: .*unhashable"):
         harness.process([{Cell((1, 2)): "x"}])
 
 

@@ -100,7 +100,7 @@ def registered_type(cls: Any, code: int, name: str, serializer: Any = None) -> R
             raise RegistrationError(f"the serializer of {name} has no {' and no '.join(missing)} method")
         return RegisteredType(cls, code, name, serializer.serialize, serializer.deserialize)
     if issubclass(cls, enum.Flag):  # a combination of members has no name of its own
-        return RegisteredType(cls, code, name, _member_value, cls)
+        return RegisteredType(cls, code, name, _member_value, _flag_of(cls))
     if issubclass(cls, enum.Enum):
         return RegisteredType(cls, code, name, _member_name, _member_named(cls))
     return RegisteredType(cls, code, name, _fields_reader(cls), _instance_maker(cls))
@@ -114,25 +114,44 @@ def _member_value(member: enum.Flag) -> Any:
     return member.value
 
 
+def _flag_of(cls: type[enum.Flag]) -> Callable[[Any], enum.Flag]:
+    """A Flag from its value: only bits of its members, since a Flag that keeps
+    unknown bits (boundary KEEP) caches every value it is given, for good."""
+    mask = getattr(cls, "_flag_mask_", None)
+
+    def flag(value: Any) -> enum.Flag:
+        if type(value) is not int or (mask is not None and value & ~mask):
+            raise ValueError(f"{value!r} is not a combination of {cls.__qualname__}'s members")
+        return cls(value)
+    return flag
+
+
 def _member_named(cls: type[enum.Enum]) -> Callable[[Any], enum.Enum]:
     def member(name: Any) -> enum.Enum:
         return cls[name]
     return member
 
 
-def _slots(cls: type) -> list[str]:
-    """The slot attributes of `cls`'s instances, by the names they are stored under
-    (a private ``__x`` of class ``C`` is ``_C__x``)."""
-    names = []
-    for klass in cls.__mro__:
-        slots = klass.__dict__.get("__slots__", ())
-        for slot in [slots] if isinstance(slots, str) else slots:
+def _slot_descriptors(cls: type) -> dict[str, Any]:
+    """The slots of `cls`'s instances: the name each is stored under (a private
+    ``__x`` of class ``C`` is ``_C__x``) -> the slot's own descriptor, which stores
+    a value whatever a subclass defines under that name."""
+    slots: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        declared = klass.__dict__.get("__slots__", ())
+        for slot in [declared] if isinstance(declared, str) else declared:
             if slot in ("__dict__", "__weakref__"):
                 continue
-            if slot.startswith("__") and not slot.endswith("__"):
+            if slot.startswith("__") and not slot.endswith("__") and klass.__name__.strip("_"):
                 slot = f"_{klass.__name__.lstrip('_')}{slot}"
-            names.append(slot)
-    return names
+            descriptor = klass.__dict__.get(slot)
+            if descriptor is not None:
+                slots[slot] = descriptor
+    return slots
+
+
+def _slots(cls: type) -> list[str]:
+    return list(_slot_descriptors(cls))
 
 
 def _fields_reader(cls: type) -> Callable[[Any], dict[str, Any]]:
@@ -156,15 +175,25 @@ def _instance_maker(cls: type) -> Callable[[Any], Any]:
     slot), so no property setter or ``__setattr__`` of the class runs on what came
     from the network. Refused: a name that is not a field (a dunder, or not a slot
     of a class whose instances have no dict) and, for a dataclass, a missing field."""
-    slots = frozenset(_slots(cls))
+    slots = _slot_descriptors(cls)
     has_dict = cls.__dictoffset__ != 0
     required = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else []
+
+    # names the class defines with behaviour (methods, properties): an instance
+    # attribute would shadow one, and break on its first use
+    defined = {name for klass in cls.__mro__ for name, attribute in vars(klass).items()
+               if hasattr(attribute, "__get__")}
+
+    def refused(key: str) -> bool:
+        if key in slots:
+            return False
+        return key.startswith("__") and key.endswith("__") or not has_dict or key in defined
 
     def make(state: Any) -> Any:
         if type(state) is not dict or not all(type(key) is str for key in state):
             raise ValueError("fields are not a map of names to values")
         for key in state:
-            if key.startswith("__") and key.endswith("__") or not (has_dict or key in slots):
+            if refused(key):
                 raise ValueError(f"{key!r} is not a field of {cls.__qualname__}")
         missing = [key for key in required if key not in state]
         if missing:
@@ -172,9 +201,9 @@ def _instance_maker(cls: type) -> Callable[[Any], Any]:
         value = cls.__new__(cls)
         in_dict = {key: item for key, item in state.items() if key not in slots}
         if in_dict:
-            value.__dict__.update(in_dict)
-        for key in slots.intersection(state):
-            object.__setattr__(value, key, state[key])  # the slot's descriptor; a frozen one too
+            object.__getattribute__(value, "__dict__").update(in_dict)
+        for key in slots.keys() & state.keys():
+            slots[key].__set__(value, state[key])  # the slot itself; a frozen class's too
         return value
     return make
 
