@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import importlib
 import logging
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -100,7 +102,7 @@ def registered_type(cls: Any, code: int, name: str, serializer: Any = None) -> R
             raise RegistrationError(f"the serializer of {name} has no {' and no '.join(missing)} method")
         return RegisteredType(cls, code, name, serializer.serialize, serializer.deserialize)
     if issubclass(cls, enum.Flag):  # a combination of members has no name of its own
-        return RegisteredType(cls, code, name, _member_value, _flag_of(cls))
+        return RegisteredType(cls, code, name, _flag_value(cls), _flag_of(cls))
     if issubclass(cls, enum.Enum):
         return RegisteredType(cls, code, name, _member_name, _member_named(cls))
     return RegisteredType(cls, code, name, _fields_reader(cls), _instance_maker(cls))
@@ -110,20 +112,34 @@ def _member_name(member: enum.Enum) -> str:
     return member.name
 
 
-def _member_value(member: enum.Flag) -> Any:
-    return member.value
+def _flag_value(cls: type[enum.Flag]) -> Callable[[enum.Flag], int]:
+    """A Flag's value, refused at the emit if the receiver would refuse it."""
+    check = _flag_check(cls)
+
+    def value(member: enum.Flag) -> int:
+        check(member.value)
+        return member.value
+    return value
 
 
 def _flag_of(cls: type[enum.Flag]) -> Callable[[Any], enum.Flag]:
     """A Flag from its value: only bits of its members, since a Flag that keeps
     unknown bits (boundary KEEP) caches every value it is given, for good."""
-    mask = getattr(cls, "_flag_mask_", None)
+    check = _flag_check(cls)
 
     def flag(value: Any) -> enum.Flag:
-        if type(value) is not int or (mask is not None and value & ~mask):
-            raise ValueError(f"{value!r} is not a combination of {cls.__qualname__}'s members")
+        check(value)
         return cls(value)
     return flag
+
+
+def _flag_check(cls: type[enum.Flag]) -> Callable[[Any], None]:
+    mask = getattr(cls, "_flag_mask_", None)
+
+    def check(value: Any) -> None:
+        if type(value) is not int or (mask is not None and value & ~mask):
+            raise ValueError(f"{value!r} is not a combination of {cls.__qualname__}'s members")
+    return check
 
 
 def _member_named(cls: type[enum.Enum]) -> Callable[[Any], enum.Enum]:
@@ -134,37 +150,58 @@ def _member_named(cls: type[enum.Enum]) -> Callable[[Any], enum.Enum]:
 
 def _slot_descriptors(cls: type) -> dict[str, Any]:
     """The slots of `cls`'s instances: the name each is stored under (a private
-    ``__x`` of class ``C`` is ``_C__x``) -> the slot's own descriptor, which stores
-    a value whatever a subclass defines under that name."""
+    ``__x`` of class ``C`` is ``_C__x``) -> the slot's own descriptor, which reads
+    and stores it whatever a subclass defines under that name. Found as the member
+    descriptors the classes hold, not rebuilt from ``__slots__``."""
     slots: dict[str, Any] = {}
     for klass in reversed(cls.__mro__):
-        declared = klass.__dict__.get("__slots__", ())
-        for slot in [declared] if isinstance(declared, str) else declared:
-            if slot in ("__dict__", "__weakref__"):
-                continue
-            if slot.startswith("__") and not slot.endswith("__") and klass.__name__.strip("_"):
-                slot = f"_{klass.__name__.lstrip('_')}{slot}"
-            descriptor = klass.__dict__.get(slot)
-            if descriptor is not None:
-                slots[slot] = descriptor
+        for attribute in vars(klass).values():
+            if type(attribute) is types.MemberDescriptorType and attribute.__objclass__ is klass:
+                slots[attribute.__name__] = attribute
     return slots
 
 
-def _slots(cls: type) -> list[str]:
-    return list(_slot_descriptors(cls))
+def _behaviour(cls: type) -> tuple[set[str], set[str]]:
+    """(names the class defines with behaviour, the caches among them): an instance
+    attribute under a method's or a property's name would shadow it and break on
+    its first use; a ``functools.cached_property`` is one that is meant to, a cache
+    that is made again where it is needed. A dataclass field is not behaviour,
+    whatever its default is."""
+    fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+    defined, caches = set(), set()
+    for klass in cls.__mro__:
+        for name, attribute in vars(klass).items():
+            if name in fields or type(attribute) is types.MemberDescriptorType:
+                continue
+            if isinstance(attribute, functools.cached_property):
+                caches.add(name)
+            elif hasattr(type(attribute), "__get__"):
+                defined.add(name)
+    return defined, caches
 
 
 def _fields_reader(cls: type) -> Callable[[Any], dict[str, Any]]:
     """What gives an instance's fields by name, sorted, so that equal values encode
     alike (a fields grouping hashes the encoding) whatever order their attributes
-    were set in. The slots are looked up once, not per value."""
-    slots = _slots(cls)
+    were set in: its dict, less the caches of its cached properties, and its slots,
+    each read through its own descriptor. An attribute under a name of the class's
+    behaviour is refused here, as the receiver would refuse it."""
+    slots = _slot_descriptors(cls)
+    defined, caches = _behaviour(cls)
 
     def fields(value: Any) -> dict[str, Any]:
         state = dict(getattr(value, "__dict__", ()))
-        for slot in slots:
-            if hasattr(value, slot):
-                state[slot] = getattr(value, slot)
+        for name in caches.intersection(state):
+            del state[name]
+        shadowing = defined.intersection(state)
+        if shadowing:
+            raise ValueError(f"its attribute(s) {sorted(shadowing)} shadow the class's own "
+                             "(a method or property under that name)")
+        for name, descriptor in slots.items():
+            try:
+                state[name] = descriptor.__get__(value)
+            except AttributeError:  # never set
+                pass
         return {key: state[key] for key in sorted(state)}
     return fields
 
@@ -179,10 +216,8 @@ def _instance_maker(cls: type) -> Callable[[Any], Any]:
     has_dict = cls.__dictoffset__ != 0
     required = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else []
 
-    # names the class defines with behaviour (methods, properties): an instance
-    # attribute would shadow one, and break on its first use
-    defined = {name for klass in cls.__mro__ for name, attribute in vars(klass).items()
-               if hasattr(attribute, "__get__")}
+    defined, caches = _behaviour(cls)
+    defined |= caches  # a cache is made again on arrival, never sent
 
     def refused(key: str) -> bool:
         if key in slots:

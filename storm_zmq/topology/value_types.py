@@ -375,17 +375,27 @@ class ValueCodec:
     def _decode_registered(self, kind: RegisteredType, data: bytes) -> Any:
         self._nest(BadExtension)
         try:
-            # In one pass, arrays as tuples then made lists but for keys: `unpackb`'s
-            # retry here would decode every inner level again for each level above
-            # it (a 300-byte payload of 24 levels took two minutes).
-            value = lists_but_keys(msgpack.unpackb(data, use_list=False, strict_map_key=False,
-                                                   ext_hook=self.decode))
+            # In one pass, maps built by `_map_of_pairs`: `unpackb`'s retry here
+            # decoded every inner level again for each level above it (a 300-byte
+            # payload of 24 levels took two minutes), and a walk over the decoded
+            # value after it recursed in Python (deep lists hit the recursion limit).
+            value = msgpack.unpackb(data, use_list=True, strict_map_key=False,
+                                    object_pairs_hook=_map_of_pairs, ext_hook=self.decode)
         finally:
             self._local.depth -= 1
         try:
             return kind.from_data(value)
         except Exception as exc:
             raise BadExtension(f"{kind.name} could not make a value back ({exc!r})") from None
+
+
+def _map_of_pairs(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """A decoded map whose array keys (lists, as arrays decode) become tuples."""
+    return {_key(key): value for key, value in pairs}
+
+
+def _key(key: Any) -> Any:
+    return tuple(_key(item) for item in key) if type(key) is list else key
 
 
 def lists_but_keys(value: Any) -> Any:

@@ -20,7 +20,7 @@ from storm_zmq.topology.registrations import (
 )
 
 TYPES = '''
-import dataclasses, enum
+import dataclasses, enum, functools
 
 class Side(enum.Enum):
     BUY = 1
@@ -119,6 +119,43 @@ class Vector:
 
 class Base:
     __slots__ = ("x",)
+
+class Hidden(Base):
+    __slots__ = ()
+    x = property(lambda self: 0)
+
+class Basket:
+    def __init__(self, prices):
+        self.prices = prices
+    @functools.cached_property
+    def total(self):
+        return sum(self.prices)
+
+def double(n):
+    return n * 2
+
+@dataclasses.dataclass
+class WithDefaults:
+    n: int
+    f: object = double
+    g: object = staticmethod(double)
+    h: type = Base
+
+class Renamed:
+    __slots__ = ("__p",)
+    def __init__(self, p):
+        self.__p = p
+    def p(self):
+        return self.__p
+Renamed.__name__ = "SomethingElse"
+
+class Kept(enum.Flag, boundary=enum.KEEP):
+    R = 4
+    W = 2
+
+class Box:
+    def __init__(self, v):
+        self.v = v
 
 class Overlay(Base):
     @property
@@ -379,3 +416,41 @@ def test_nested_registered_values_with_tuple_keys_decode_in_one_pass(types: Any)
         assert back.grid == {(1,): 0}
         back, depth = back.inner, depth + 1
     assert depth == 28
+
+
+def test_deep_plain_nesting_inside_a_registered_value_comes_back(types: Any) -> None:
+    deep: Any = 1
+    for _ in range(600):
+        deep = [deep]
+    back = round_trip(codec("regtypes.Box"), types.Box(deep)).v
+    for _ in range(600):
+        back = back[0]
+    assert back == 1
+
+
+def test_caches_defaults_and_renamed_classes_keep_their_fields(types: Any) -> None:
+    c = codec("regtypes.Basket", "regtypes.WithDefaults", "regtypes.Renamed")
+    basket = types.Basket([1, 2])
+    assert basket.total == 3  # the cache is in its __dict__ now
+    back = round_trip(c, basket)
+    assert "total" not in vars(back) and back.total == 3
+    defaults = types.WithDefaults(1, 5, 6, 7)
+    assert round_trip(c, defaults) == defaults
+    assert round_trip(c, types.Renamed("p")).p() == "p"
+
+
+def test_a_slot_is_read_and_stored_through_its_own_descriptor(types: Any) -> None:
+    hidden = types.Hidden()
+    types.Base.x.__set__(hidden, 5)
+    back = round_trip(codec("regtypes.Hidden"), hidden)
+    assert types.Base.x.__get__(back) == 5 and back.x == 0
+
+
+def test_what_a_receiver_would_refuse_is_refused_at_the_emitter(types: Any) -> None:
+    c = codec("regtypes.Vector", "regtypes.Kept")
+    shadowed = types.Vector(1)
+    shadowed.norm = 5
+    with pytest.raises(value_types.UnsupportedValue, match=r"its attribute\(s\) \['norm'\] shadow the class's own"):
+        c.packb(shadowed)
+    with pytest.raises(value_types.UnsupportedValue, match="8 is not a combination of Kept's members"):
+        c.packb(types.Kept(8))
