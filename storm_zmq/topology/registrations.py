@@ -117,8 +117,9 @@ def _flag_value(cls: type[enum.Flag]) -> Callable[[enum.Flag], int]:
     check = _flag_check(cls)
 
     def value(member: enum.Flag) -> int:
-        check(member.value)
-        return member.value
+        value = member.value
+        check(value)
+        return value
     return value
 
 
@@ -155,10 +156,18 @@ def _slot_descriptors(cls: type) -> dict[str, Any]:
     descriptors the classes hold, not rebuilt from ``__slots__``."""
     slots: dict[str, Any] = {}
     for klass in reversed(cls.__mro__):
+        if not klass.__flags__ & _HEAP_TYPE:  # a C type's members are its own business
+            continue
         for attribute in vars(klass).values():
-            if type(attribute) is types.MemberDescriptorType and attribute.__objclass__ is klass:
+            if (type(attribute) is types.MemberDescriptorType and attribute.__objclass__ is klass
+                    and attribute.__name__ not in ("__dict__", "__weakref__")):
                 slots[attribute.__name__] = attribute
     return slots
+
+
+#: Py_TPFLAGS_HEAPTYPE: a class made by a class statement, not a C type
+#: (SimpleNamespace's __dict__, an exception's __suppress_context__ are members too).
+_HEAP_TYPE = 1 << 9
 
 
 def _behaviour(cls: type) -> tuple[set[str], set[str]]:
@@ -168,9 +177,12 @@ def _behaviour(cls: type) -> tuple[set[str], set[str]]:
     that is made again where it is needed. A dataclass field is not behaviour,
     whatever its default is."""
     fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
-    defined, caches = set(), set()
+    defined, caches, seen = set(), set(), set()
     for klass in cls.__mro__:
         for name, attribute in vars(klass).items():
+            if name in seen:  # what the name resolves to is its first definition
+                continue
+            seen.add(name)
             if name in fields or type(attribute) is types.MemberDescriptorType:
                 continue
             if isinstance(attribute, functools.cached_property):
@@ -189,14 +201,16 @@ def _fields_reader(cls: type) -> Callable[[Any], dict[str, Any]]:
     slots = _slot_descriptors(cls)
     defined, caches = _behaviour(cls)
 
+    has_dict = cls.__dictoffset__ != 0
+
     def fields(value: Any) -> dict[str, Any]:
-        state = dict(getattr(value, "__dict__", ()))
-        for name in caches.intersection(state):
-            del state[name]
-        shadowing = defined.intersection(state)
-        if shadowing:
-            raise ValueError(f"its attribute(s) {sorted(shadowing)} shadow the class's own "
-                             "(a method or property under that name)")
+        state = dict(object.__getattribute__(value, "__dict__")) if has_dict else {}
+        if caches:
+            for name in caches.intersection(state):
+                del state[name]
+        if not defined.isdisjoint(state):
+            raise ValueError(f"its attribute(s) {sorted(defined.intersection(state))} shadow "
+                             "the class's own (a method or property under that name)")
         for name, descriptor in slots.items():
             try:
                 state[name] = descriptor.__get__(value)

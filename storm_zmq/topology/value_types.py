@@ -395,7 +395,23 @@ def _map_of_pairs(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
 
 
 def _key(key: Any) -> Any:
-    return tuple(_key(item) for item in key) if type(key) is list else key
+    """`key` with its lists, nested ones too, made tuples; without recursion, so
+    that a key as deep as msgpack decodes does not meet Python's recursion limit."""
+    if type(key) is not list:
+        return key
+    todo: list[tuple[Any, list[Any]]] = [(iter(key), [])]  # a list's rest, its items made
+    while True:
+        rest, made = todo[-1]
+        for item in rest:
+            if type(item) is list:
+                todo.append((iter(item), []))
+                break
+            made.append(item)
+        else:
+            todo.pop()
+            if not todo:
+                return tuple(made)
+            todo[-1][1].append(tuple(made))
 
 
 def lists_but_keys(value: Any) -> Any:

@@ -20,7 +20,7 @@ from storm_zmq.topology.registrations import (
 )
 
 TYPES = '''
-import dataclasses, enum, functools
+import dataclasses, enum, functools, types
 
 class Side(enum.Enum):
     BUY = 1
@@ -156,6 +156,19 @@ class Kept(enum.Flag, boundary=enum.KEEP):
 class Box:
     def __init__(self, v):
         self.v = v
+
+class Namespace(types.SimpleNamespace):
+    pass
+
+class Cached:
+    @functools.cached_property
+    def total(self):
+        return 1
+
+class Settled(Cached):
+    total = None
+    def __init__(self):
+        self.total = 42
 
 class Overlay(Base):
     @property
@@ -454,3 +467,17 @@ def test_what_a_receiver_would_refuse_is_refused_at_the_emitter(types: Any) -> N
         c.packb(shadowed)
     with pytest.raises(value_types.UnsupportedValue, match="8 is not a combination of Kept's members"):
         c.packb(types.Kept(8))
+
+
+def test_c_types_members_and_overridden_names_are_not_taken_for_slots_or_caches(types: Any) -> None:
+    c = codec("regtypes.Namespace", "regtypes.Settled")
+    back = round_trip(c, types.Namespace(a=1))  # SimpleNamespace's __dict__ is a member
+    assert type(back) is types.Namespace and vars(back) == {"a": 1}
+    assert vars(round_trip(c, types.Settled())) == {"total": 42}  # a plain attribute here
+
+
+def test_deeply_nested_tuple_keys_come_back(types: Any) -> None:
+    key: Any = 1
+    for _ in range(600):
+        key = (key,)
+    assert round_trip(codec("regtypes.Box"), types.Box({key: 1})).v == {key: 1}
