@@ -54,12 +54,7 @@ from storm_zmq.component import (
 )
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.executor import not_a_tuple_id
-from storm_zmq.runtime.serialization import (
-    MalformedTuple,
-    SerializationError,
-    decode_tuples,
-    encode_tuple,
-)
+from storm_zmq.runtime.serialization import check_decodes, encode_tuple
 from storm_zmq.topology.registrations import load_codec
 
 TRY_SERIALIZE = "topology.testing.always.try.serialize"
@@ -99,11 +94,8 @@ class _RecordingCollector:
             raise ValueError(f"stream {stream!r} is direct; emit needs direct_task")
         if h.try_serialize:  # as a worker does between workers: a clear error here
             # and back, as the receiving worker would: what it would refuse fails here
-            try:
-                decode_tuples(encode_tuple(0, stream, None, values, h.name, h.codec), h.codec)
-            except MalformedTuple as exc:
-                raise SerializationError(f"component {h.name!r}, stream {stream!r}: another "
-                                         f"worker could not decode this tuple: {exc}") from None
+            check_decodes(encode_tuple(0, stream, None, values, h.name, h.codec), h.name, stream,
+                          h.codec)
         anchors = list(anchors or [])
         for anchor in anchors:  # as a worker refuses it (with acking on)
             if anchor is not None and not isinstance(anchor, Tuple) and h.input_of(anchor) is anchor:

@@ -69,6 +69,7 @@ from storm_zmq.runtime.serialization import (
     SerializationError,
     TupleId,
     TupleTooLarge,
+    check_decodes,
     decode_tuples,
     encode_tuples,
     one_tree_id,
@@ -298,13 +299,7 @@ class TaskCollector:
         executor = self._executor
         if executor.try_serialize:  # what a remote target would need, checked for all
             for payload in executor._encode_remote(self._task, route.stream, None, [values]):
-                try:  # and what it would refuse (a tuple key that came back a list)
-                    decode_tuples(payload, executor._codec)
-                except MalformedTuple as exc:
-                    raise SerializationError(
-                        f"component {self._component!r}, stream {route.stream!r}: another "
-                        f"worker could not decode this tuple: {exc}"
-                    ) from None
+                check_decodes(payload, self._component, route.stream, executor._codec)
         if executor.debug:
             log.info(
                 "emit component=%s task=%d stream=%s values=%r -> tasks %s",
