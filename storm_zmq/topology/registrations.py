@@ -277,7 +277,7 @@ def load_codec(conf: Mapping[str, Any]) -> ValueCodec:
         try:
             cls = import_object(class_name)
             serializer = None if serializer_name is None else import_object(serializer_name)
-        except (ImportError, AttributeError) as exc:
+        except (ImportError, AttributeError) as exc:  # not found: may be skipped
             if not conf.get(SKIP_MISSING):
                 raise RegistrationError(
                     f"{where}: {type(exc).__name__}: {exc} (is the project's src/ where it "
@@ -285,6 +285,8 @@ def load_codec(conf: Mapping[str, Any]) -> ValueCodec:
                 ) from None
             log.warning("%s: skipped, not found here (%s: %s)", where, type(exc).__name__, exc)
             continue
+        except Exception as exc:  # found, and broken (a syntax error, its import raised)
+            raise RegistrationError(f"{where}: importing it raised {type(exc).__name__}: {exc}") from None
         try:
             registered.append(registered_type(cls, FIRST_REGISTERED + index, class_name, serializer))
         except RegistrationError as exc:

@@ -285,6 +285,15 @@ def test_a_registration_that_cannot_be_used_names_its_item_and_why(
         codec(item)
 
 
+def test_a_module_that_raises_on_import_is_one_error_even_when_skipping(
+        types: Any, tmp_path: Path) -> None:
+    (tmp_path / "broken_types.py").write_text("class Point:\n    def f(self:\n")
+    for skip in (False, True):
+        with pytest.raises(RegistrationError, match=r"item 0 \(broken_types.Point\): importing it "
+                                                    r"raised SyntaxError: "):
+            codec("broken_types.Point", skip=skip)
+
+
 def test_the_same_type_twice_or_a_built_in_one_is_refused(types: Any) -> None:
     with pytest.raises(RegistrationError, match="regtypes.Point is registered twice"):
         codec("regtypes.Point", "regtypes.Point")
