@@ -336,11 +336,13 @@ class ValueCodec:
         """msgpack's unpackb with this codec's types. Arrays come back as lists
         (msgpack has one array type), except as map keys, where a list cannot be
         one: a map with array keys (a dict keyed by tuples) takes a second, slower
-        decode that gives those keys as tuples; only such data pays it."""
+        decode that gives those keys as tuples; only such data pays it. (Not
+        `_map_of_pairs` here, as a registered value's data has: that hook runs for
+        every map, and a tracked payload has a roots map per tuple.)"""
         try:
             return msgpack.unpackb(data, use_list=True, strict_map_key=False, ext_hook=self.decode)
         except TypeError:  # an array as a map key
-            return lists_but_keys(msgpack.unpackb(data, use_list=False, strict_map_key=False,
+            return _lists_but_keys(msgpack.unpackb(data, use_list=False, strict_map_key=False,
                                                   ext_hook=self.decode))
 
     def _nest(self, limit_error: type[Exception]) -> None:
@@ -414,13 +416,13 @@ def _key(key: Any) -> Any:
             todo[-1][1].append(tuple(made))
 
 
-def lists_but_keys(value: Any) -> Any:
+def _lists_but_keys(value: Any) -> Any:
     """`value` decoded with arrays as tuples, made as `ValueCodec.unpackb` gives it:
     every array a list, except as a map key."""
     if type(value) is tuple:
-        return [lists_but_keys(item) for item in value]
+        return [_lists_but_keys(item) for item in value]
     if type(value) is dict:
-        return {key: lists_but_keys(item) for key, item in value.items()}
+        return {key: _lists_but_keys(item) for key, item in value.items()}
     return value
 
 
