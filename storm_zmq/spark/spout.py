@@ -26,6 +26,7 @@ import os
 import re
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -56,7 +57,9 @@ __all__ = ["ListFetcher", "SparkSpout", "SparkSpoutError"]
 #: start a JVM just to learn them again.
 COLUMNS_ENV = "STORM_ZMQ_SPARK_COLUMNS"
 
-_derived_columns: dict[str, list[str]] = {}
+#: Class key -> (the class that derived it, its columns). Two classes with one key
+#: (made by one factory function: same module and qualname) must not share columns.
+_derived_columns: dict[str, tuple[weakref.ref[type], list[str]]] = {}
 
 # Tasks of this process using the session, and whether a spout created it: the last
 # task to clean up stops a session a spout created (never one the process had).
@@ -564,21 +567,28 @@ def _class_key(cls: type) -> str:
 
 def _derive_columns(cls: type[SparkSpout], config: dict[str, Any] | None) -> list[str]:
     """The columns of `cls`'s DataFrame, for a topology that does not declare them:
-    from this process's cache, the environment (`COLUMNS_ENV`, set by the process
-    that spawned this one), or by calling `source` in a local session, which is
-    stopped again unless the process already had one."""
+    from the environment (`COLUMNS_ENV`, set by the process that spawned this one),
+    or by calling `source` in a local session, which is stopped again unless the
+    process already had one.
+
+    The environment knows a class by module and qualname, the only name it has in
+    every process. Classes that one factory function makes share that name, so once
+    a second class asks under a name, the name is marked ambiguous (null) there and
+    each such class learns its own columns from Spark in every process."""
     key = _class_key(cls)
-    if key in _derived_columns:
-        return _derived_columns[key]
     try:
         inherited = json.loads(os.environ.get(COLUMNS_ENV, "{}"))
     except ValueError:
         inherited = {}
-    columns = inherited.get(key)
+    if not isinstance(inherited, dict):
+        inherited = {}
+    known = _derived_columns.get(key)
+    ambiguous = known is not None and known[0]() is not cls
+    columns = None if ambiguous else inherited.get(key)
     if not (isinstance(columns, list) and columns and all(isinstance(c, str) for c in columns)):
         columns = _columns_from_spark(cls, dict(config or {}))
-    _derived_columns[key] = columns
-    inherited[key] = columns
+    _derived_columns[key] = (weakref.ref(cls), columns)
+    inherited[key] = None if ambiguous or (key in inherited and inherited[key] is None) else columns
     os.environ[COLUMNS_ENV] = json.dumps(inherited)
     return columns
 

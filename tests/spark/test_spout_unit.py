@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from typing import Any
@@ -229,6 +230,43 @@ def test_columns_handed_down_by_the_spawning_process_need_no_spark(monkeypatch: 
         pass
 
     assert spout_module._declared_fields(Child) is None
+
+
+def test_classes_one_factory_makes_learn_their_own_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two classes from one factory share module and qualname, the only key the
+    # spawned workers can know them by: neither may get the other's columns, here
+    # or in a worker that inherits the environment.
+    def spout_of(columns: list[str]) -> type[SparkSpout]:
+        class FromFactory(SparkSpout):
+            wanted = columns
+
+            def source(self, spark):  # pragma: no cover - Spark is stood in for
+                raise AssertionError
+
+        return FromFactory
+
+    asked: list[list[str]] = []
+
+    def from_spark(cls, config):
+        asked.append(cls.wanted)
+        return list(cls.wanted)
+
+    monkeypatch.setattr(spout_module, "_columns_from_spark", from_spark)
+    monkeypatch.setenv(spout_module.COLUMNS_ENV, "{}")
+    first, second = spout_of(["a", "b"]), spout_of(["x", "y", "z"])
+    assert spout_module._class_key(first) == spout_module._class_key(second)
+    assert first.spec().outputs["default"].fields == ("a", "b")
+    assert second.spec().outputs["default"].fields == ("x", "y", "z")
+    key = spout_module._class_key(first)
+    assert json.loads(os.environ[spout_module.COLUMNS_ENV])[key] is None
+
+    # a worker: a fresh process (no cache) with the spawning process's environment
+    monkeypatch.setattr(spout_module, "_derived_columns", {})
+    asked.clear()
+    again_first, again_second = spout_of(["a", "b"]), spout_of(["x", "y", "z"])
+    assert again_first.spec().outputs["default"].fields == ("a", "b")
+    assert again_second.spec().outputs["default"].fields == ("x", "y", "z")
+    assert asked == [["a", "b"], ["x", "y", "z"]]
 
 
 def test_java_missing_is_a_clear_error(tmp_path: Any) -> None:
