@@ -285,7 +285,10 @@ SCHEMA: dict[str, Setting] = {
         "deactivate, rebalance and kill topologies, as Storm's UI does; false makes it "
         "read-only. Anyone who reaches ui.host:ui.port can use them."),
     "worker.heartbeat.frequency.secs": Setting(
-        1, "int", "How often a worker writes its heartbeat (local file and ZooKeeper).",
+        1, "int", "How often a worker of a cluster syncs with ZooKeeper: writes its "
+        "heartbeat (with its newest stats report) and reads its assignment, its "
+        "topology's status and log-level requests. Its local heartbeat file, which its "
+        "supervisor reads, is written with every stats report (0.5 s) regardless.",
         minimum=1),
     "topology.workers": Setting(
         1, "int", "Worker processes the topology is spread over.", minimum=1),

@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from typing import Any
 
 import yaml
 
 from storm_zmq.cli import UsageError, add_config_arguments
-from storm_zmq.config import closest_key, load_config_with_origins
+from storm_zmq.config import SCHEMA, Setting, closest_key, load_config_with_origins
 
 
 def add_parser(subparsers: Any) -> None:
@@ -31,6 +32,11 @@ def add_parser(subparsers: Any) -> None:
     output.add_argument("--json", action="store_true", help="print a JSON object")
     output.add_argument(
         "--origins", action="store_true", help="show which file or option set each key"
+    )
+    output.add_argument(
+        "--describe", action="store_true",
+        help="say what each key means, its type, range and built-in default (the "
+        "reference for every key storm-zmq reads, as Storm's defaults.yaml is)",
     )
     parser.set_defaults(func=run)
 
@@ -53,7 +59,24 @@ def run(args: argparse.Namespace) -> int:
         if args.origins:
             line += f"  # {origins[key]}"
         print(line)
+        if args.describe:
+            print(describe_setting(key, SCHEMA.get(key)))
     return 0
+
+
+def describe_setting(key: str, setting: Setting | None) -> str:
+    """The indented lines under a key in `--describe`: meaning, then type, range and
+    default (what `format_setting` shows is the effective value, which may differ)."""
+    if setting is None:
+        return "    not a storm-zmq key: passed to the topologies as it is, as in Storm"
+    limits = [f"type {setting.type_name}"]
+    if setting.minimum is not None:
+        limits.append(f"at least {setting.minimum:g}")
+    if setting.maximum is not None:
+        limits.append(f"at most {setting.maximum:g}")
+    limits.append(f"default {_inline_yaml(setting.default)}")
+    return "\n".join(textwrap.wrap(f"{setting.doc} ({', '.join(limits)})", width=88,
+                                   initial_indent="    ", subsequent_indent="    "))
 
 
 def format_setting(key: str, value: Any) -> str:

@@ -8,7 +8,8 @@ worker waits, whatever task its tuples were for. With it:
   an executor whose queue is full waits in that executor's *overflow* (bounded), and
   the worker tells every peer that the executor's tasks are *throttled*
   (`StatusMessage` on the reverse channel: a control message with the reserved task
-  id `BACKPRESSURE_TASK` on the worker's ordinary connection to each peer). Once the
+  id `BACKPRESSURE_TASK` to each peer's ordinary port, sent by the worker's
+  "backpressure" thread over connections of its own). Once the
   overflow has drained and the queue is below half full, it says so again.
 * A sending executor holds a remote batch while one of its target tasks is
   throttled (`ThrottleTable`): the executor (and so, upstream, the spout) waits;

@@ -1,11 +1,14 @@
 """A worker: one OS process bound to one slot port, running executors of one topology.
 
-Threads: one per executor, one receive thread (transport `recv` -> group by task's
-executor -> one list per executor onto its bounded queue), one send thread (bounded
-transfer queue -> group by destination worker -> one `send` per worker per batch),
-and the main thread, which answers to a `WorkerControl` (the local runner over a
-pipe, or ZooKeeper in cluster mode): activate, deactivate, stop; ready, stats, error,
-stopped. A worker follows peers that move (`update_peers`) without restarting.
+Threads: one shared executor thread that runs every executor in turns (when a
+component blocks it, the others go on in a new one; or one thread per executor, with
+`worker.shared.executor.thread: false`), one receive thread (transport `recv` ->
+group by task's executor -> one list per executor onto its bounded queue), one send
+thread (bounded transfer queue -> group by destination worker -> one `send` per
+worker per batch), a "backpressure" thread (throttle statuses to the peers), and the
+main thread, which answers to a `WorkerControl` (the local runner over a pipe, or
+ZooKeeper in cluster mode): activate, deactivate, stop; ready, stats, error, stopped.
+A worker follows peers that move (`update_peers`) without restarting.
 """
 
 from __future__ import annotations

@@ -80,6 +80,20 @@ def test_config_origins(isolated: Path, capsys: pytest.CaptureFixture[str]) -> N
     ]
 
 
+def test_config_describe_says_what_every_key_means(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["config", "--describe", "-o", "topology.max.spout.pending=500",
+                 "-o", "my.app.name=x"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    keys = [line.split(":")[0] for line in lines if not line.startswith(" ")]
+    assert keys == sorted([*DEFAULTS, "my.app.name"])
+    pending = out.split("topology.max.spout.pending: 500\n")[1].split("\ntopology.")[0]
+    assert "Bound on un-acked tuples per spout task" in pending
+    assert "type int or null, at least 0, default null" in " ".join(pending.split())
+    assert "my.app.name: x\n    not a storm-zmq key: passed to the topologies" in out
+    assert all(len(line) <= 88 for line in lines if line.startswith("    "))
+
+
 def test_config_unknown_key_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["config", "topology.wrkers"]) == 2
     out, err = capsys.readouterr()
