@@ -35,6 +35,7 @@ cannot carry raises `SerializationError` naming component, stream and type.
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections import namedtuple
 from collections.abc import Callable, Sequence
@@ -58,6 +59,7 @@ from storm_zmq.runtime.serialization import check_decodes, encode_tuple
 from storm_zmq.topology.registrations import load_codec
 
 TRY_SERIALIZE = "topology.testing.always.try.serialize"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -81,6 +83,11 @@ class _RecordingCollector:
         check_emitted_values(values, h.name)
         stream = stream or "default"
         declared = h.output_fields
+        if not declared:  # a worker drops it with a warning, as Storm 1.x did
+            log.warning("component %r emitted on stream %r, but it declares no streams (no "
+                        "`outputs`): a worker drops such emits", h.name, stream)
+            h.emits.append(Emit(list(values), stream, list(anchors or []), tup_id, direct_task))
+            return [] if need_task_ids else None
         if stream not in declared:
             raise ValueError(f"emit on stream {stream!r}, which the component does not declare "
                              f"(declared: {sorted(declared)})")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import textwrap
 import time
 from collections import Counter
@@ -91,6 +92,21 @@ def test_refused_emits_are_not_recorded() -> None:
     with pytest.raises(ValueError, match="'pairs'"):
         collector.emit(["x"], "pairs")
     assert h.emits == []
+
+
+def test_emits_of_a_bolt_without_outputs_are_recorded_and_warned_of(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Terminal(Bolt):  # declares no streams, emits anyway (Storm 1.x dropped it)
+        def process(self, tup: Tuple) -> None:
+            self.emit([tup.values[0], 1])
+
+    h = BoltHarness(Terminal, name="terminal")
+    with caplog.at_level(logging.WARNING):
+        h.process(["a"])
+    assert h.emitted_values() == [["a", 1]]
+    assert "component 'terminal' emitted on stream 'default', but it declares no streams" \
+        in caplog.text
 
 
 def test_inputs_list_records_every_processed_tuple() -> None:

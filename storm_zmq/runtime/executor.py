@@ -100,8 +100,9 @@ FIRST_CHUNK = 64
 #: Process-latency samples waiting for their ack, at most (unacked ones are dropped).
 MAX_OPEN_SAMPLES = 1000
 
-#: A task warns of its direct emits to tasks that do not subscribe at most this often.
-DROPPED_DIRECT_WARNING_SECS = 10.0
+#: A task warns of the emits it drops (direct ones to tasks that do not subscribe,
+#: any of a component that declares no streams) at most this often, per kind.
+DROPPED_WARNING_SECS = 10.0
 
 
 class RemoteBatch(list):
@@ -182,6 +183,7 @@ class TaskCollector:
         self._bolt: Bolt | None = None  # whose auto-anchors emit resolves
         self._error_throttle: ErrorThrottle | None = None  # report_error's, made then
         self._dropped_direct_throttle: ErrorThrottle | None = None  # _say_dropped_direct's
+        self._dropped_undeclared_throttle: ErrorThrottle | None = None  # _drop_undeclared's
         self._said_acked_twice = False
 
     def bind(self, component: Any) -> None:
@@ -212,6 +214,8 @@ class TaskCollector:
             check_emitted_values(values, self._component)
         route = self._default_route if not stream else self._routes.get(stream)
         if route is None:
+            if not self._routes:
+                return self._drop_undeclared(stream or "default", tup_id, need_task_ids)
             raise ValueError(
                 f"component {self._component!r} emitted on stream {stream or 'default'!r}, "
                 f"which it does not declare (declared: {sorted(self._routes)})"
@@ -276,15 +280,38 @@ class TaskCollector:
             return ()
         return (direct_task,)
 
+    def _drop_undeclared(self, stream: str, tup_id: Any, need_task_ids: bool) -> list[int] | None:
+        """An emit of a component that declares no stream at all: Storm 1.x, which
+        streamparse ran on, sent it to nobody (streamparse's own examples have
+        terminal bolts that emit), so it is dropped with a warning, and a tracked
+        spout emit is acked at once, as with no subscriber. A component that declares
+        streams and emits on another one has likely misspelt it: that stays an error
+        (`emit`), as in Storm 2."""
+        if not self._is_spout and tup_id is not None:
+            raise TypeError(f"component {self._component!r}: a bolt's emit() takes no tup_id")
+        throttle = self._dropped_undeclared_throttle
+        if throttle is None:
+            throttle = self._dropped_undeclared_throttle = ErrorThrottle(1, DROPPED_WARNING_SECS)
+        verdict = throttle.admit(time.monotonic())
+        if verdict.write:
+            since = (f" ({verdict.held_before:,} more dropped since the last warning)"
+                     if verdict.held_before else "")
+            log.warning("component %r task %d emitted on stream %r, but it declares no "
+                        "streams (no `outputs`), so nothing can subscribe: dropped, as Storm "
+                        "1.x dropped it%s", self._component, self._task, stream, since)
+        if self._is_spout and tup_id is not None:
+            self._executor._deferred_acks.append((self._task, tup_id))  # as with no subscriber
+        return [] if need_task_ids else None
+
     def _say_dropped_direct(self, route: _StreamRoute, direct_task: int) -> None:
         """Storm drops a direct emit to a task that does not subscribe to the stream
         (an unknown task id too: its `Task.getOutgoingTasks` finds no grouping) and
         goes on, where raising here stopped the worker; a tracked spout emit is then
         acked at once, as with no subscriber. Not in silence: a warning, at most one
-        per task every `DROPPED_DIRECT_WARNING_SECS`, with the count of those since."""
+        per task every `DROPPED_WARNING_SECS`, with the count of those since."""
         throttle = self._dropped_direct_throttle
         if throttle is None:
-            throttle = self._dropped_direct_throttle = ErrorThrottle(1, DROPPED_DIRECT_WARNING_SECS)
+            throttle = self._dropped_direct_throttle = ErrorThrottle(1, DROPPED_WARNING_SECS)
         verdict = throttle.admit(time.monotonic())
         if verdict.write:
             since = (f" ({verdict.held_before:,} more dropped since the last warning)"

@@ -120,6 +120,35 @@ def test_an_emit_on_the_default_stream_a_component_does_not_declare_names_it() -
         count.emit(["w", 1])
 
 
+def test_a_component_that_declares_no_streams_has_its_emits_dropped_and_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    state, executors = one_worker(acking=True)
+    (spout_assignment,) = [ex for ex in state.assignment.executors
+                           if ex.component == "sentence_spout"]
+    spout_executor = SpoutExecutor(state, spout_assignment)
+    spout_executor.build_components()
+    (spout,) = spout_executor.components.values()
+    (count,) = executors["count_bolt"].components.values()
+    for component in (spout, count):  # as for a component without `outputs`
+        component._collector._routes, component._collector._default_route = {}, None
+    with caplog.at_level(logging.WARNING):
+        assert count.emit(["w", 1]) is None
+        assert count.emit(["w", 2], stream="other", need_task_ids=True) == []
+        assert spout.emit(["a sentence"], tup_id="s1") is None
+    said = [r.getMessage() for r in caplog.records if "declares no streams" in r.getMessage()]
+    assert said == [
+        f"component 'count_bolt' task {count.task_id} emitted on stream 'default', but it declares no streams "
+        "(no `outputs`), so nothing can subscribe: dropped, as Storm 1.x dropped it",
+        f"component 'sentence_spout' task {spout.task_id} emitted on stream 'default', but it declares no "
+        "streams (no `outputs`), so nothing can subscribe: dropped, as Storm 1.x dropped it",
+    ]
+    assert spout_executor._deferred_acks == [(spout.task_id, "s1")]  # acked at once: nobody subscribes
+    assert executors["count_bolt"].emitted == 0 and not executors["count_bolt"]._buffered
+    with pytest.raises(TypeError, match="a bolt's emit\\(\\) takes no tup_id"):
+        count._collector.emit(["w"], tup_id=1)
+
+
 def test_words_reach_the_count_task_of_their_field_and_are_acked() -> None:
     state, executors = one_worker(acking=False)
     split, count = executors["split_bolt"], executors["count_bolt"]

@@ -245,6 +245,25 @@ def test_emits_in_cleanup_are_flushed_with_a_warning(tmp_path: Path) -> None:
         result.stderr
 
 
+def test_emits_of_a_component_without_outputs_are_dropped_with_one_warning_a_task(
+    tmp_path: Path,
+) -> None:
+    # streamparse's kafka-jvm example: a terminal bolt that emits without declaring
+    # outputs ran on Storm 1.x; it must not stop the topology here either.
+    result = run("undeclared.py", tmp_path, "-o", "test.count=200", workers=2)
+    assert result.returncode == 0, result.stderr
+    assert "every spout is exhausted" in result.stdout
+    spouts = outputs(tmp_path, "spout")
+    assert sorted(i for s in spouts.values() for i in s["acked"]) == list(range(200)), spouts
+    seen = outputs(tmp_path, "terminal")
+    assert sorted(i for s in seen.values() for i in s) == list(range(200)), seen
+    warnings = re.findall(r"component 'terminal' task (\d+) emitted on stream 'default', but it "
+                          r"declares no streams \(no `outputs`\), so nothing can subscribe: "
+                          r"dropped", result.stderr)
+    assert sorted(warnings) == sorted({w for w in warnings}), result.stderr  # one a task
+    assert len(warnings) == 2, result.stderr
+
+
 def test_the_drain_waits_for_the_tuple_a_bolt_is_running(tmp_path: Path) -> None:
     # Acking off, nothing is pending: while the relay runs its last tuple, its queue
     # is empty and only the tuple in hand says that more is to come. It counts as

@@ -145,6 +145,21 @@ class SinkBolt(Bolt):
         write_output(self.conf, f"sink-{self.task}.json", self.seen)
 
 
+class TerminalEmitterBolt(Bolt):
+    """Declares no outputs and emits anyway, as the terminal bolt of streamparse's
+    kafka-jvm example does (Storm 1.x sent such emits to nobody)."""
+
+    def initialize(self, conf, ctx):
+        self.conf, self.task, self.seen = conf, ctx["taskid"], []
+
+    def process(self, tup):
+        self.seen.append(tup.values.id)
+        self.emit([tup.values.id, len(self.seen)])
+
+    def cleanup(self):
+        write_output(self.conf, f"terminal-{self.task}.json", self.seen)
+
+
 class CrashBolt(Bolt):
     outputs = []
 
