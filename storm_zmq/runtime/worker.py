@@ -87,6 +87,11 @@ INITIALIZE_NOTICE_SECS = 30.0
 #: HOLD_NOTICE_REPEAT_SECS while it goes on.
 HOLD_NOTICE_SECS = 10.0
 HOLD_NOTICE_REPEAT_SECS = 60.0
+#: ...but the other components of that thread go on in a new one after this long: a
+#: spout that waits seconds in `next_tuple` for its first client (or a long poll)
+#: stopped every other component of its worker until the notice. A long computation
+#: is handed off too, which costs nothing but a thread.
+HAND_OFF_SECS = 1.0
 LATENCY_SAMPLES_PER_REPORT = 5000
 _SYSTEM_STREAM_PREFIX = "__"
 
@@ -764,14 +769,28 @@ class Worker:
         """A component blocked in its code (a `process` or `next_tuple` that never
         returns) showed only as 0 tuples a second, and as a thread that did not stop
         when the run ended, and every other component of its shared thread waited for
-        it: now its name and where it is are said while it happens, and the others
-        go on in a new shared thread (`SharedExecutorThread.move_others_off`)."""
+        it. Now the others go on in a new shared thread after `HAND_OFF_SECS`
+        (`SharedExecutorThread.move_others_off`; the component is then alone, and
+        `_say_who_is_stuck_alone` names it if the call goes on), and a component that
+        is alone in its shared thread is named after `HOLD_NOTICE_SECS`."""
         for runner in self._runners:
             if not isinstance(runner, SharedExecutorThread):
                 continue
             stepping, since = runner.stepping, runner.step_started
             held = now - since
-            if stepping is None or held < HOLD_NOTICE_SECS:
+            if stepping is None or held < HAND_OFF_SECS:
+                continue
+            if held < HOLD_NOTICE_SECS:
+                if len(runner.executors) < 2:
+                    continue  # alone: nobody waits for it
+                others = sorted({e.component for e in runner.executors} - {stepping.component})
+                if runner.move_others_off(stepping):
+                    where = _where_in_user_code(runner)
+                    log.info("component %r (tasks %s) has held its worker's shared executor "
+                             "thread for %.1f s in its own code%s: the other components (%s) go "
+                             "on in a new one, and it keeps this one", stepping.component,
+                             ", ".join(map(str, stepping.assignment.tasks)), held,
+                             f", at {where}" if where else "", ", ".join(others))
                 continue
             said = self._hold_said.get(runner)
             if said is not None and said[0] == since and now < said[1]:

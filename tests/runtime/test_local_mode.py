@@ -264,6 +264,26 @@ def test_emits_of_a_component_without_outputs_are_dropped_with_one_warning_a_tas
     assert len(warnings) == 2, result.stderr
 
 
+def test_a_spout_waiting_in_next_tuple_holds_up_the_others_of_its_worker_a_second_at_most(
+    tmp_path: Path,
+) -> None:
+    # A spout that waits seconds for its first client stopped every other component
+    # of its worker (one shared executor thread) for 10 s: now they go on after 1 s.
+    result = run("waiting.py", tmp_path, "-o", "test.count=50", "-o", "test.block_secs=5",
+                 "-o", "test.rate=100")
+    assert result.returncode == 0, result.stderr
+    assert "every spout is exhausted" in result.stdout
+    returned_at = outputs(tmp_path, "waiting")["waiting-spout.json"]["returned_at"]
+    (arrived,) = outputs(tmp_path, "clocked").values()
+    assert sorted(map(int, arrived)) == list(range(50))
+    early = [i for i, when in arrived.items() if when < returned_at]
+    assert len(early) >= 20, (len(early), result.stderr)  # 0.5 s of 100 a second
+    assert re.search(r"component 'waiting' \(tasks \d+\) has held its worker's shared executor "
+                     r"thread for 1\.\d s in its own code, at .*components\.py:\d+ in next_tuple: "
+                     r"the other components \(__acker, numbers, sink\) go on in a new one",
+                     result.stderr), result.stderr
+
+
 def test_the_drain_waits_for_the_tuple_a_bolt_is_running(tmp_path: Path) -> None:
     # Acking off, nothing is pending: while the relay runs its last tuple, its queue
     # is empty and only the tuple in hand says that more is to come. It counts as

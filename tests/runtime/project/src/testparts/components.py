@@ -160,6 +160,38 @@ class TerminalEmitterBolt(Bolt):
         write_output(self.conf, f"terminal-{self.task}.json", self.seen)
 
 
+class WaitingSpout(Spout):
+    """Its first `next_tuple` waits `test.block_secs` (a spout waiting for its first
+    client), then it emits nothing more and reports exhausted."""
+
+    outputs = ["id", "text"]
+
+    def initialize(self, conf, ctx):
+        self.conf, self.returned_at = conf, None
+
+    def next_tuple(self):
+        if self.returned_at is None:
+            time.sleep(self.conf["test.block_secs"])
+            self.returned_at = time.time()
+            self.report_exhausted()
+
+    def cleanup(self):
+        write_output(self.conf, "waiting-spout.json", {"returned_at": self.returned_at})
+
+
+class ClockedSinkBolt(Bolt):
+    """Writes when (time.time()) each id arrived."""
+
+    def initialize(self, conf, ctx):
+        self.conf, self.task, self.arrived = conf, ctx["taskid"], {}
+
+    def process(self, tup):
+        self.arrived[tup.values.id] = time.time()
+
+    def cleanup(self):
+        write_output(self.conf, f"clocked-{self.task}.json", self.arrived)
+
+
 class CrashBolt(Bolt):
     outputs = []
 
