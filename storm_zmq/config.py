@@ -363,9 +363,10 @@ SCHEMA: dict[str, Setting] = {
         "serializer is not found, instead of refusing to start (Storm's key)."),
     "topology.testing.always.try.serialize": Setting(
         False, "bool", "Serialize every emitted tuple, and decode it again, also those "
-        "delivered inside the worker as objects, so that a value a tuple cannot carry fails "
-        "in a one-worker run as it would between workers (costs a msgpack pack and unpack per emit; "
-        "storm_zmq.testing's harnesses turn it on)."),
+        "delivered inside the worker, so that a value a tuple cannot carry fails in a "
+        "one-worker run as it would between workers, and each target gets its own decoded "
+        "copy, as from another worker (costs a msgpack pack per emit and an unpack per "
+        "target; storm_zmq.testing's harnesses turn it on)."),
     "topology.stats.sample.rate": Setting(
         0.05, "float", "Fraction of a bolt's tuples followed to their ack for its "
         "process latency, when the bolt acks them itself; a bolt acked as process() "

@@ -29,7 +29,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from storm_zmq.component import (
@@ -77,6 +77,7 @@ from storm_zmq.runtime.serialization import (
 
 if TYPE_CHECKING:
     from storm_zmq.runtime.worker import WorkerState
+    from storm_zmq.topology.value_types import ValueCodec
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +239,7 @@ class TaskCollector:
         executor = self._executor
         executor.emitted += 1
         if executor.checks_emits:
-            self._check_emit(route, values, targets)
+            values = self._check_emit(route, values, targets)
         if self._is_spout:
             if tup_id is not None:
                 executor._spout_emit_tracked(self._task, route, values, tup_id, targets)
@@ -321,17 +322,23 @@ class TaskCollector:
                         self._component, self._task, route.stream, direct_task,
                         sorted(route.direct_targets), since)
 
-    def _check_emit(self, route: _StreamRoute, values: Sequence[Any], targets: Sequence[int]) -> None:
-        """topology.testing.always.try.serialize and topology.debug, off the hot path."""
+    def _check_emit(
+        self, route: _StreamRoute, values: Sequence[Any], targets: Sequence[int],
+    ) -> Sequence[Any]:
+        """topology.testing.always.try.serialize and topology.debug, off the hot path.
+        The values to deliver: with try.serialize, as another worker would decode
+        them, anew for each target (`DecodedEachTime`)."""
         executor = self._executor
-        if executor.try_serialize:  # what a remote target would need, checked for all
-            for payload in executor._encode_remote(self._task, route.stream, None, [values]):
-                check_decodes(payload, self._component, route.stream, executor._codec)
         if executor.debug:
             log.info(
                 "emit component=%s task=%d stream=%s values=%r -> tasks %s",
                 self._component, self._task, route.stream, values, list(targets),
             )
+        if executor.try_serialize:  # what a remote target would need, checked for all
+            (payload,) = executor._encode_remote(self._task, route.stream, None, [values])
+            check_decodes(payload, self._component, route.stream, executor._codec)
+            return DecodedEachTime(payload, executor._codec, len(values))
+        return values
 
     def ack(self, tup: Tuple) -> None:
         bolt = self._bolt
@@ -463,6 +470,35 @@ _ERROR_THROTTLE_DEFAULTS = {key: DEFAULTS[key] for key in (
     "topology.max.error.report.per.interval", "topology.error.throttle.interval.secs")}
 
 
+class DecodedEachTime(Sequence[Any]):
+    """An emit's values under `topology.testing.always.try.serialize`: every Tuple
+    made of them (one per target; `Executor._deliver_untracked_each`) gets its own
+    copy, decoded from the payload as another worker would decode it. So a run in
+    one worker behaves as one spread over many: a consumer that changes its input
+    in place does not change a sibling consumer's, values changed after the emit
+    do not reach the consumers, and a tuple arrives as a list."""
+
+    __slots__ = ("_payload", "_codec", "_arity")
+
+    def __init__(self, payload: bytes, codec: ValueCodec, arity: int) -> None:
+        self._payload, self._codec, self._arity = payload, codec, arity
+
+    def _decoded(self) -> list[Any]:
+        return decode_tuples(self._payload, self._codec)[3][0]
+
+    def __len__(self) -> int:
+        return self._arity
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._decoded())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._decoded()[index]
+
+    def __repr__(self) -> str:
+        return repr(self._decoded())
+
+
 def not_a_tuple_id(component: str, what: str, value: Any, hint: str = "") -> TypeError:
     """The error for an ack, fail or anchor given what is no input Tuple or tuple id:
     one text for workers and the test harness (`storm_zmq.testing`)."""
@@ -500,6 +536,8 @@ class Executor(threading.Thread):
         self.debug = bool(worker.component_conf(self.component).get("topology.debug"))
         self.try_serialize = bool(worker.conf.get("topology.testing.always.try.serialize"))
         self.checks_emits = self.debug or self.try_serialize
+        if self.try_serialize:  # a Tuple (a copy of the values) per target
+            self._deliver_untracked = self._deliver_untracked_each  # type: ignore[method-assign]
         self.acking = bool(worker.assignment.ackers)
         self._ackers = worker.assignment.ackers
         self._local_ackers = worker.local_ackers  # filled before any executor starts
@@ -774,6 +812,14 @@ class Executor(threading.Thread):
                 self._remote(target, source, route.stream, None, snapshot)
         if self._buffered >= self._max_buffered:
             self.flush()
+
+    def _deliver_untracked_each(
+        self, source: int, route: _StreamRoute, values: Sequence[Any], targets: Sequence[int]
+    ) -> None:
+        """`_deliver_untracked` under try.serialize: one Tuple per target, so that
+        each is made of its own copy of `values` (a `DecodedEachTime`)."""
+        for target in targets:
+            Executor._deliver_untracked(self, source, route, values, (target,))
 
     def _deliver_with_roots(
         self, source: int, route: _StreamRoute, values: Sequence[Any], target: int,

@@ -358,6 +358,26 @@ def test_always_try_serialize_finds_an_unserializable_value_inside_one_worker(tm
     assert "component 'values', stream 'default': value 0 of the tuple is a builtins.set" in result.stderr
 
 
+def test_always_try_serialize_gives_each_consumer_in_one_worker_its_own_copy(
+    tmp_path: Path,
+) -> None:
+    # In one worker, tuples are handed over as objects: a consumer that changes its
+    # input in place (as streamparse bolts could) changed a sibling's, and a spout's
+    # change after its emit reached both. With try.serialize each gets what another
+    # worker would decode.
+    result = run("mutating.py", tmp_path, "-o", "test.count=300",
+                 "-o", "topology.testing.always.try.serialize=true")
+    assert result.returncode == 0, result.stderr
+    assert "every spout is exhausted" in result.stdout
+    (audit,) = outputs(tmp_path, "audit").values()
+    assert audit == {"seen": 300, "changed": [], "changed_count": 0, "pair_types": ["list"]}
+
+    plain = run("mutating.py", tmp_path, "-o", "test.count=300")  # what it guards against
+    assert plain.returncode == 0, plain.stderr
+    (audit,) = outputs(tmp_path, "audit").values()
+    assert audit["changed_count"] == 300 and audit["pair_types"] == ["tuple"], audit
+
+
 def test_a_registered_type_that_cannot_be_imported_stops_the_run_before_any_worker(
     tmp_path: Path
 ) -> None:

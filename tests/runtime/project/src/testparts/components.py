@@ -192,6 +192,58 @@ class ClockedSinkBolt(Bolt):
         write_output(self.conf, f"clocked-{self.task}.json", self.arrived)
 
 
+class DocSpout(Spout):
+    """Emits `test.count` dicts (and a tuple) with their id as tup_id, then changes
+    each dict in place after its emit, as a spout reusing a buffer would."""
+
+    outputs = ["doc", "pair"]
+
+    def initialize(self, conf, ctx):
+        self.todo, self.outstanding = iter(range(conf["test.count"])), 0
+
+    def next_tuple(self):
+        i = next(self.todo, None)
+        if i is None:
+            if not self.outstanding:
+                self.report_exhausted()
+            return
+        doc = {"id": i, "tags": [i]}
+        self.outstanding += 1
+        self.emit([doc, (i, i)], tup_id=i)
+        doc["changed_after_emit"] = True
+
+    def ack(self, tup_id):
+        self.outstanding -= 1
+
+
+class EnrichingBolt(Bolt):
+    """Changes its input in place, as streamparse bolts could (each had its own copy)."""
+
+    def process(self, tup):
+        tup.values.doc["enriched"] = True
+        tup.values.doc["tags"].append(-1)
+
+
+class AuditingBolt(Bolt):
+    """Writes what its inputs looked like: changed by someone else, and the pair's type."""
+
+    def initialize(self, conf, ctx):
+        self.conf, self.task = conf, ctx["taskid"]
+        self.seen, self.changed, self.pair_types = 0, [], set()
+
+    def process(self, tup):
+        doc = tup.values.doc
+        self.seen += 1
+        if set(doc) != {"id", "tags"} or doc["tags"] != [doc["id"]]:
+            self.changed.append(doc)
+        self.pair_types.add(type(tup.values.pair).__name__)
+
+    def cleanup(self):
+        write_output(self.conf, f"audit-{self.task}.json", {
+            "seen": self.seen, "changed": self.changed[:5], "changed_count": len(self.changed),
+            "pair_types": sorted(self.pair_types)})
+
+
 class CrashBolt(Bolt):
     outputs = []
 
