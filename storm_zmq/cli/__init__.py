@@ -7,6 +7,7 @@ can import them without importing the module that imports them.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from storm_zmq.config import load_config
@@ -38,3 +39,13 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, short_config: bool 
 def load_config_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """The effective configuration for arguments added by `add_config_arguments`."""
     return load_config(args.config, args.overrides)
+
+
+def topology_file_arg(given: str) -> str:
+    """A command's TOPOLOGY_FILE: the path as given, or, when nothing is there and
+    it is a bare name, ``topologies/NAME.py`` of the working directory, as sparse's
+    ``-n NAME`` found it (``storm-zmq run wordcount``)."""
+    if Path(given).expanduser().exists() or Path(given).name != given:
+        return given
+    candidate = Path("topologies") / (given if given.endswith(".py") else f"{given}.py")
+    return str(candidate) if candidate.is_file() else given

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
+from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args, topology_file_arg
 from storm_zmq.cluster.overview import ClusterOverview, read_overview
 from storm_zmq.cluster.requests import (
     NO_NIMBUS,
@@ -55,7 +55,8 @@ def add_parser(subparsers: Any) -> None:
     command("kill_workers", "stop the workers of this host's supervisor (its storm.local.dir), "
             "which outlive it (Storm's kill_workers)", run_kill_workers)
     submit = command("submit", "submit a topology to the cluster", submit_topology)
-    submit.add_argument("topology_file", metavar="TOPOLOGY_FILE")
+    submit.add_argument("topology_file", metavar="TOPOLOGY_FILE", type=topology_file_arg,
+                        help="a topology file, or NAME for topologies/NAME.py")
     submit.add_argument("-n", "--name", help="topology name (default: the Topology's name)")
     submit.add_argument("-w", "--workers", type=int, help="workers (default: topology.workers)")
     submit.add_argument("--class", dest="topology_class",

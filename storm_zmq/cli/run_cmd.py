@@ -11,7 +11,7 @@ import logging
 import sys
 from typing import Any
 
-from storm_zmq.cli import add_config_arguments, load_config_from_args
+from storm_zmq.cli import add_config_arguments, load_config_from_args, topology_file_arg
 from storm_zmq.config import parse_override
 from storm_zmq.messaging import TRANSPORT_ALIASES
 
@@ -24,7 +24,8 @@ def add_parser(subparsers: Any) -> None:
         "mode: WORKERS worker processes on the ports of supervisor.slots.ports, over the "
         "configured transport, until -t seconds pass, every spout is exhausted, or Ctrl-C.",
     )
-    parser.add_argument("topology_file", metavar="TOPOLOGY_FILE")
+    parser.add_argument("topology_file", metavar="TOPOLOGY_FILE", type=topology_file_arg,
+                        help="a topology file, or NAME for topologies/NAME.py")
     parser.add_argument("-t", "--time", type=float, default=0.0, metavar="SECONDS",
                         help="stop after this many seconds (0 = until Ctrl-C or exhausted)")
     parser.add_argument("-w", "--workers", type=int, default=None,

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from storm_zmq.cli import UsageError
+from storm_zmq.cli import UsageError, topology_file_arg
 from storm_zmq.topology.visualize import FORMATS
 
 #: Output file suffixes that choose the format when --format is not given.
@@ -34,7 +34,8 @@ def add_parser(subparsers: Any) -> None:
         "parallelism, one edge per subscription labelled with its grouping and stream. "
         "Render dot with `dot -Tsvg`; paste Mermaid into a ```mermaid block.",
     )
-    parser.add_argument("topology_file", metavar="TOPOLOGY_FILE")
+    parser.add_argument("topology_file", metavar="TOPOLOGY_FILE", type=topology_file_arg,
+                        help="a topology file, or NAME for topologies/NAME.py")
     parser.add_argument("-f", "--format", choices=FORMATS, default=None,
                         help="dot or mermaid (default: from OUT's suffix "
                              f"{sorted(SUFFIX_FORMATS)}, else dot)")

@@ -57,6 +57,16 @@ def streamparse_leftovers(path: str | Path) -> list[str]:
             "pystorm.log.level (docs/streamparse.md)"]
 
 
+def _not_found(file: Path, given: str | Path) -> TopologyError:
+    """For a bare name (`storm-zmq run wordcnt`), say which topology files the
+    working directory's topologies/ has."""
+    topologies = Path("topologies")
+    bare = Path(given).name == str(given)
+    found = sorted(p.name for p in topologies.glob("*.py")) if bare and topologies.is_dir() else []
+    hint = f" (topologies/ has {', '.join(found)})" if found else ""
+    return TopologyError(f"topology file not found: {file}{hint}")
+
+
 def load_topology(path: str | Path, name: str | None = None) -> type[Topology]:
     """Import the topology file ``path`` and return the ``Topology`` subclass it
     defines (``name`` picks one by topology or class name when it defines several).
@@ -65,7 +75,7 @@ def load_topology(path: str | Path, name: str | None = None) -> type[Topology]:
     if file.is_dir():
         raise TopologyError(f"{file} is a directory, not a topology file")
     if not file.is_file():
-        raise TopologyError(f"topology file not found: {file}")
+        raise _not_found(file, path)
     project = project_dir(file)
     _refuse_shadowing(project, project / "src")
     _add_to_sys_path(project)

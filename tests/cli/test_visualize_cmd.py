@@ -59,6 +59,21 @@ def test_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "cannot write -o" in capsys.readouterr().err
 
 
+def test_a_bare_name_is_the_topology_of_topologies_as_sparse_n_found_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(ROOT)  # a streamparse project's root
+    assert main(["visualize", "wordcount"]) == 0
+    assert capsys.readouterr().out.startswith('digraph "WordCount" {')
+    assert main(["visualize", "wordcount.py"]) == 0
+    assert main(["visualize", "wordcnt"]) == 2
+    err = capsys.readouterr().err
+    assert f"topology file not found: {ROOT / 'wordcnt'} (topologies/ has " in err
+    assert "wordcount.py" in err
+    monkeypatch.chdir(tmp_path)  # no topologies/ here: the path as given, no hint
+    assert main(["visualize", "wordcount"]) == 2
+    assert f"topology file not found: {tmp_path / 'wordcount'}\n" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("suffix", "magic"), [(".png", b"\x89PNG"), (".svg", b"<?xml")])
 def test_an_image_suffix_is_drawn_by_graphviz(tmp_path: Path, suffix: str, magic: bytes) -> None:
     if shutil.which("dot") is None:
