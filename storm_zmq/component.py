@@ -173,7 +173,8 @@ class Component:
 
     def raise_exception(self, exc: BaseException, tup: Tuple | None = None) -> None:
         """Report an error to Storm (pystorm API) without raising it here."""
-        assert self._collector is not None, "component is not running"
+        if self._collector is None:
+            raise _not_running(self)
         self._collector.report_error(exc, tup)
 
     def log(self, message: str, level: str | int | None = None) -> None:
@@ -253,7 +254,8 @@ class Spout(Component):
         need_task_ids: bool = False,
     ) -> list[int] | None:
         """Emit a tuple; with a `tup_id` it is tracked and `ack`/`fail` follow."""
-        assert self._collector is not None, "component is not running"
+        if self._collector is None:
+            raise _not_running(self)
         return self._collector.emit(tup, stream, None, direct_task, need_task_ids, tup_id)
 
     def emit_many(
@@ -277,8 +279,19 @@ class Spout(Component):
     def report_exhausted(self) -> None:
         """Say that this spout will emit nothing more. `storm-zmq run` stops by
         itself once every spout task said so and its pending tuples completed."""
-        assert self._collector is not None, "component is not running"
+        if self._collector is None:
+            raise _not_running(self)
         self._collector.report_exhausted()
+
+
+def _not_running(component: Component) -> RuntimeError:
+    """An emit, ack or fail of a component made by hand (`MyBolt()`): said as what
+    to use instead, not as an assertion (which `python -O` would skip, failing
+    later with an AttributeError)."""
+    return RuntimeError(
+        f"{type(component).__name__} is not running in a topology: emit, ack, fail and "
+        "raise_exception work in a worker (storm-zmq run) or a test harness "
+        "(storm_zmq.testing.BoltHarness, SpoutHarness)")
 
 
 class ReliableSpout(Spout):
@@ -386,7 +399,8 @@ class Bolt(Component):
         direct_task: int | None = None,
         need_task_ids: bool = False,
     ) -> list[int] | None:
-        assert self._collector is not None, "component is not running"
+        if self._collector is None:
+            raise _not_running(self)
         if anchors is None:
             anchors = self._auto_anchors()
         return self._collector.emit(tup, stream, anchors, direct_task, need_task_ids)
@@ -432,11 +446,13 @@ class Bolt(Component):
         return True
 
     def ack(self, tup: Tuple) -> None:
-        assert self._collector is not None, "component is not running"
+        if self._collector is None:
+            raise _not_running(self)
         self._collector.ack(tup)
 
     def fail(self, tup: Tuple) -> None:
-        assert self._collector is not None, "component is not running"
+        if self._collector is None:
+            raise _not_running(self)
         self._collector.fail(tup)
 
     # -- called by the executor -------------------------------------------------------

@@ -243,7 +243,12 @@ class ComponentSpec:
             return source
         if isinstance(source, ComponentSpec):
             return StreamRef(source, DEFAULT_STREAM)
-        hint = " (did you forget to call .spec()?)" if isinstance(source, type) else ""
+        if isinstance(source, type):
+            hint = " (did you forget to call .spec()?)"
+        elif callable(getattr(type(source), "spec", None)):  # a component made by hand
+            hint = f" (did you mean {type(source).__name__}.spec()?)"
+        else:
+            hint = ""
         raise TopologyError(
             f"{self._who()}: inputs must be component specs or spec['stream'] references, "
             f"got {source!r}{hint}"

@@ -181,6 +181,8 @@ def test_inputs_dict() -> None:
             "spec['stream'] references, got 'word_spout'",
         ),
         ([WordSpout], "did you forget to call .spec()?"),
+        ([WordSpout()], "got <tests.topology.test_spec.WordSpout object at 0x"),
+        ([WordSpout()], "(did you mean WordSpout.spec()?)"),
         ([spout, 3], "inputs must be component specs or spec['stream'] references, got 3"),
         (
             "word_spout",
