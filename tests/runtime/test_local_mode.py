@@ -278,9 +278,11 @@ def test_a_spout_waiting_in_next_tuple_holds_up_the_others_of_its_worker_a_secon
     assert sorted(map(int, arrived)) == list(range(50))
     early = [i for i, when in arrived.items() if when < returned_at]
     assert len(early) >= 20, (len(early), result.stderr)  # 0.5 s of 100 a second
+    # (a second after the call began, or later on a busy machine: what it held the
+    # others up for is the early count's concern)
     assert re.search(r"component 'waiting' \(tasks \d+\) has held its worker's shared executor "
-                     r"thread for 1\.\d s in its own code, at .*components\.py:\d+ in next_tuple: "
-                     r"the other components \(__acker, numbers, sink\) go on in a new one",
+                     r"thread for \d+\.\d s in its own code, at .*components\.py:\d+ in "
+                     r"next_tuple: the other components \(.*\) go on in a new one",
                      result.stderr), result.stderr
 
 
