@@ -10,7 +10,9 @@ workers count per component, over all its streams.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -33,7 +35,7 @@ def add_parser(subparsers: Any) -> None:
                         help="only this component (repeatable; default: all but the acker)")
     parser.add_argument("-w", "--watch", choices=WATCHED, default="emitted",
                         help="the counter to watch (default: emitted, as Storm's)")
-    parser.add_argument("-n", "--rounds", type=_rounds, default=0, metavar="N",
+    parser.add_argument("-n", "--rounds", type=_rounds, default=None, metavar="N",
                         help="stop after N rounds, a line per component each (default: "
                              "until Ctrl-C)")
     add_config_arguments(parser)
@@ -63,19 +65,27 @@ def _rounds(text: str) -> int:
         value = int(text)
     except ValueError:
         value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of lines >= 0, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of rounds >= 1, got {text!r}")
     return value
 
 
 def monitor_topology(args: argparse.Namespace) -> int:
     from storm_zmq.cli.cluster_cmd import cluster_session
 
-    with cluster_session(args) as state:  # ZooKeeper's errors: one line, as every command's
-        return _watch(args, state)
+    # Ctrl-C (SIGINT) sets a flag, by a handler of our own, as `logs -f` does: a shell
+    # without job control starts a background command with SIGINT ignored, and
+    # Python then never raises KeyboardInterrupt (monitor went on for 10 minutes).
+    stopping = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    try:
+        with cluster_session(args) as state:  # ZooKeeper's errors: one line, as every command's
+            return _watch(args, state, stopping)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
-def _watch(args: argparse.Namespace, state: Any) -> int:
+def _watch(args: argparse.Namespace, state: Any, stopping: threading.Event) -> int:
     from storm_zmq.metrics.sources import ClusterSource, UnknownTopology
     from storm_zmq.metrics.throughput import Throughput
 
@@ -124,5 +134,6 @@ def _watch(args: argparse.Namespace, state: Any) -> int:
             rounds += 1
             if rounds == args.rounds:
                 return 0
-        time.sleep(args.interval)
+        if stopping.wait(args.interval):
+            return 130  # as for an interrupt anywhere else (storm_zmq.cli.main)
 

@@ -471,8 +471,12 @@ class Supervisor:
         _write_pid_file(directory, process.pid)
         self.workers[port] = RunningWorker(topology_id, index, port, process, time.time(), directory,
                                            launch["conf"].get(HOST_SLOT_KEY))
-        log.info("launched worker %d of %s on port %d (pid %d): %s", index, topology_id, port,
-                 process.pid, reason)
+        if reason == "assigned":
+            log.info("launched worker %d of %s on port %d (pid %d)", index, topology_id, port,
+                     process.pid)
+        else:  # the reason is the previous worker's fate, not this one's
+            log.info("launched worker %d of %s on port %d (pid %d) in place of the previous "
+                     "one (%s)", index, topology_id, port, process.pid, reason)
 
     def _stop_worker(self, port: int, reason: str, force: bool = False) -> None:
         worker = self.workers.pop(port)

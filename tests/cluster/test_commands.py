@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -326,6 +327,26 @@ def test_monitor_names_what_it_cannot_find(
         assert main(["monitor", "ids", "-i", interval, *cli_overrides(zk_conf)]) == 2
         assert f"expected a number of seconds >= 1 (workers report once a second), got " \
             f"{interval!r}" in capsys.readouterr().err
+    assert main(["monitor", "ids", "-n", "0", *cli_overrides(zk_conf)]) == 2  # was: for ever
+    assert "expected a number of rounds >= 1, got '0'" in capsys.readouterr().err
+
+
+def test_monitor_ends_on_ctrl_c_even_when_started_with_it_ignored(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any]) -> None:
+    # as a shell without job control starts a background command: Python then never
+    # raises KeyboardInterrupt, and monitor went on for 10 minutes
+    topology_on_one_worker(make_state(), "active")  # no worker reports: it waits
+    monitor = subprocess.Popen(
+        ["sh", "-c", 'trap "" INT; exec "$@"', "sh", sys.executable, "-m", "storm_zmq.cli.main",
+         "monitor", "ids", "-i", "1", *cli_overrides(zk_conf)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert monitor.stderr is not None
+        assert "no worker of 'ids' reports" in monitor.stderr.readline()
+    finally:
+        monitor.send_signal(signal.SIGINT)
+        _, errors = monitor.communicate(timeout=15)
+    assert monitor.returncode == 130, errors
 
 
 def test_set_log_level_records_requests_for_the_workers_and_resets_them(
