@@ -67,6 +67,20 @@ def one_line(error: str) -> str:
 _EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(: |$)")
 
 
+
+def _start_deaf_to_ctrl_c(process: multiprocessing.process.BaseProcess) -> None:
+    """Start a worker process with SIGINT ignored. A terminal sends Ctrl-C to the
+    whole process group, and a worker still importing died of it inside Python's
+    start-up, with tracebacks, before `worker_main` could ignore it (the run then said
+    a worker was killed by SIGINT). An ignored SIGINT is inherited through the exec,
+    and Python leaves a signal that it finds ignored alone; this runner's own
+    handler is back as soon as the process is started."""
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        process.start()
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
 class RunError(Exception):
     """Something about the run the user must fix (busy port, too few ports, ...)."""
 
@@ -256,6 +270,9 @@ class _Runner:
         if self.interrupted or self.phase != "running":
             raise KeyboardInterrupt
         self.interrupted = True
+        if self.stats.started_at is None:
+            print("\nstopping the workers, which are still starting ...", file=sys.stderr, flush=True)
+            return
         print("\nstopping (Ctrl-C again to stop waiting for the tuples in flight) ...",
               file=sys.stderr, flush=True)
 
@@ -275,7 +292,7 @@ class _Runner:
                 "host_ports": [worker.port for worker in self.assignment.workers],
             }
             process = spawn.Process(target=worker_main, args=(spec, child), name=f"worker-{index}")
-            process.start()
+            _start_deaf_to_ctrl_c(process)
             child.close()
             self.processes.append(process)
             self.pipes.append(parent)
@@ -381,6 +398,8 @@ class _Runner:
         self.stats.stop(time.monotonic())
         if code == 0 or self.stats.started_at is not None:
             self._say(self.stats.summary(reason))
+        elif not self.error:  # a Ctrl-C before every worker was ready: no summary to give
+            self._say(f"{self.stats.topology}: {reason} while its workers started; they stopped")
         return RunResult(code, self.stats, reason)
 
     def _poll(self, timeout: float, ready: set[int] | None = None) -> bool:

@@ -485,6 +485,34 @@ def test_ctrl_c_stops_gracefully_and_runs_cleanup(tmp_path: Path) -> None:
     assert len(outputs(tmp_path, "count")) == 3, "cleanup() ran in every count task"
 
 
+def test_ctrl_c_while_the_workers_start_stops_the_run_without_their_tracebacks(
+    tmp_path: Path,
+) -> None:
+    # The terminal sends Ctrl-C to the whole process group: workers still importing
+    # died of it inside Python's start-up, with tracebacks, and the run said a worker
+    # "exited unexpectedly".
+    import os
+    import signal
+
+    command = [
+        sys.executable, "-m", "storm_zmq.cli.main", "run",
+        str(PROJECT / "topologies" / "wordcount.py"), "-w", "2",
+        "-o", f"supervisor.slots.ports={[free_port(), free_port()]}",
+        "-o", f"test.output_dir={tmp_path}", "-o", "test.count=100000000",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True, cwd=tmp_path)
+    assert process.stdout is not None
+    said = process.stdout.readline()  # said once every worker process is started
+    assert "2 worker(s) on port(s)" in said, said
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode in (0, 130), stderr  # before ready, or stopped once ready
+    assert "interrupted" in stdout, stdout
+    for sign_of_a_death in ("Traceback", "KeyboardInterrupt", "Fatal Python error", "exited"):
+        assert sign_of_a_death not in stderr, stderr
+
+
 @pytest.mark.parametrize("where", ["--transport", "-o", "storm.yaml"])
 def test_the_local_transport_runs_one_worker_however_it_is_named(where: str) -> None:
     # Its workers share one in-process context: two processes would each send
