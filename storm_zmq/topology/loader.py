@@ -171,8 +171,27 @@ def _import_file(file: Path) -> ModuleType:
         at = f" at {where}" if where else ""
         raise TopologyError(
             f"cannot import topology file {file}: {type(exc).__name__}: {exc}{at}"
+            f"{_import_hint(exc, file)}"
         ) from exc
     return module
+
+
+def _import_hint(exc: Exception, file: Path) -> str:
+    """What to do about a module not found: a streamparse import to change, or where
+    the project's modules were looked for (a topology outside ``topologies/``
+    has its own directory as the project, and ``src/`` next to it)."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return ""
+    top = exc.name.partition(".")[0]
+    if top in ("streamparse", "pystorm"):
+        return (f"; a streamparse project runs after its imports say storm_zmq instead of {top} "
+                f"(`from storm_zmq import ...`; docs/streamparse.md)")
+    if top in sys.stdlib_module_names or importlib.util.find_spec(top) is not None:
+        return ""  # a submodule missing from a module that exists: its own story
+    project = project_dir(file)
+    return (f"; the project's modules are looked for in {project} and {project / 'src'} "
+            "(the project of topologies/x.py is the directory above topologies/, of any "
+            "other file its own directory)")
 
 
 def _user_location(exc: BaseException, file: Path) -> str:

@@ -137,7 +137,27 @@ def test_missing_module(tmp_path: Path) -> None:
     assert str(info.value) == (
         f"cannot import topology file {file}: ModuleNotFoundError: No module named "
         f"'bolts.nope' at {file}:2: from bolts.nope import X"
-    )
+    )  # bolts exists: nothing to say of where it was looked for
+
+
+def test_a_module_not_found_says_where_the_project_is_and_what_streamparse_becomes(
+    tmp_path: Path,
+) -> None:
+    elsewhere = tmp_path / "other" / "wc.py"  # outside topologies/: its own directory
+    write(tmp_path, {"src/bolts/__init__.py": "", "other/wc.py": "from bolts import X\n"})
+    with pytest.raises(TopologyError) as info:
+        load_topology(elsewhere)
+    assert str(info.value).endswith(
+        f"No module named 'bolts' at {elsewhere}:1: from bolts import X; the project's modules "
+        f"are looked for in {tmp_path / 'other'} and {tmp_path / 'other' / 'src'} (the project "
+        "of topologies/x.py is the directory above topologies/, of any other file its own "
+        "directory)")
+    file = project(tmp_path, topology="from streamparse import Grouping, Topology\n")
+    with pytest.raises(TopologyError) as info:
+        load_topology(file)
+    assert str(info.value).endswith(
+        "; a streamparse project runs after its imports say storm_zmq instead of streamparse "
+        "(`from storm_zmq import ...`; docs/streamparse.md)")
 
 
 def test_error_raised_inside_a_function(tmp_path: Path) -> None:
