@@ -484,6 +484,18 @@ def load_config_with_origins(
     return conf, origins
 
 
+def config_sources(origins: Mapping[str, str]) -> str:
+    """The files whose values are in effect, in order of precedence, and how many -o
+    options: what a run says it runs with (one from another directory reads no
+    conf/storm.yaml, and its ports surprised)."""
+    files = list(dict.fromkeys(origin for origin in origins.values()
+                               if origin != DEFAULT_ORIGIN and not origin.startswith("-o ")))
+    files.sort(key=lambda label: label != _HOME_LABEL)  # the lowest first, as they are read
+    options = sum(1 for origin in origins.values() if origin.startswith("-o "))
+    said = ", ".join(files) or f"built-in defaults (no {_CWD_LABEL} in this directory)"
+    return said + (f", {options} -o option(s)" if options else "")
+
+
 def _resolve(name: str, cwd: Path) -> Path:
     path = Path(name).expanduser()
     return path if path.is_absolute() else cwd / path

@@ -18,6 +18,7 @@ from storm_zmq.config import (
     ConfigError,
     check_value,
     closest_key,
+    config_sources,
     load_config,
     load_config_with_origins,
     parse_override,
@@ -730,3 +731,17 @@ def test_module_keeps_no_state_between_loads(home: Path, cwd: Path) -> None:
     (cwd / "conf" / "storm.yaml").unlink()
     assert load(home, cwd)["topology.workers"] == 1
     assert config.DEFAULTS["topology.workers"] == 1
+
+
+def test_config_sources_name_the_files_read_and_count_the_options(home: Path, tmp_path: Path) -> None:
+    cwd = tmp_path / "project"
+    _, origins = load_config_with_origins(home=home, cwd=cwd, env={})
+    assert config_sources(origins) == "built-in defaults (no conf/storm.yaml in this directory)"
+    write(home / ".storm" / "storm.yaml", "topology.debug: true\n")
+    write(cwd / "conf" / "storm.yaml", "topology.workers: 2\n")
+    _, origins = load_config_with_origins(overrides=["topology.workers=3", "x.y=1"], home=home,
+                                          cwd=cwd, env={})
+    # conf/storm.yaml's one key is overridden: none of its values is in effect
+    assert config_sources(origins) == "~/.storm/storm.yaml, 2 -o option(s)"
+    _, origins = load_config_with_origins(home=home, cwd=cwd, env={})
+    assert config_sources(origins) == "~/.storm/storm.yaml, conf/storm.yaml"

@@ -11,8 +11,8 @@ import logging
 import sys
 from typing import Any
 
-from storm_zmq.cli import add_config_arguments, load_config_from_args, topology_file_arg
-from storm_zmq.config import parse_override
+from storm_zmq.cli import add_config_arguments, topology_file_arg
+from storm_zmq.config import config_sources, load_config_with_origins, parse_override
 from storm_zmq.messaging import TRANSPORT_ALIASES
 
 
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from storm_zmq.runtime.local import RunOptions, run_local
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    conf = load_config_from_args(args)
+    conf, origins = load_config_with_origins(args.config, args.overrides)
     if not args.time >= 0:  # also refuses nan
         from storm_zmq.cli import UsageError
 
@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         topology_name=args.name,
         overrides=overrides,
         progress=not args.quiet,
+        config_sources=config_sources(origins),
     )
     server = _start_ui(args, options) if args.ui else None
     try:

@@ -96,6 +96,8 @@ class RunOptions:
     topology_name: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
+    #: Where the configuration came from, for the run's first line (`config_sources`).
+    config_sources: str = ""
     #: Called once, in the runner's thread, when every worker is ready and before the
     #: spouts are activated, with the run's live `RunStats` (a UI reads it from then
     #: on; it is updated in place as reports arrive).
@@ -298,9 +300,10 @@ class _Runner:
             self.pipes.append(parent)
         ports = ", ".join(str(w.port) for w in self.assignment.workers)
         transport = self.conf["storm.messaging.transport"]
+        sources = f"; config: {self.options.config_sources}" if self.options.config_sources else ""
         self._say(
             f"{self.stats.topology}: {len(self.processes)} worker(s) on port(s) {ports}, "
-            f"transport {transport}, acking {'on' if self.assignment.ackers else 'off'}"
+            f"transport {transport}, acking {'on' if self.assignment.ackers else 'off'}{sources}"
         )
         ready: set[int] = set()
         # as a supervisor gives a starting worker (a SparkSpout may start Spark first)

@@ -505,6 +505,9 @@ def test_ctrl_c_while_the_workers_start_stops_the_run_without_their_tracebacks(
     assert process.stdout is not None
     said = process.stdout.readline()  # said once every worker process is started
     assert "2 worker(s) on port(s)" in said, said
+    # and what it runs with: here, no conf/storm.yaml, three -o
+    assert said.endswith("; config: built-in defaults (no conf/storm.yaml in this directory), "
+                         "3 -o option(s)\n"), said
     os.killpg(process.pid, signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode in (0, 130), stderr  # before ready, or stopped once ready
