@@ -371,9 +371,11 @@ class _Runner:
             if not noticed and now - started >= DRAIN_NOTICE_SECS:
                 noticed = True  # a long drain is said, not left to look like a hang
                 pending, queued = self.stats.backlog()
-                print(f"draining: {pending:,} tuple tree(s) pending, {queued:,} tuple(s) queued; "
-                      f"waiting up to {timeout:g} s (topology.message.timeout.secs; "
-                      "Ctrl-C to stop waiting)", file=sys.stderr, flush=True)
+                where = self.stats.waited_for()
+                print(f"draining: {pending:,} tuple tree(s) pending, {queued:,} tuple(s) queued"
+                      f"{f' ({where})' if where else ''}; waiting up to {timeout:g} s "
+                      "(topology.message.timeout.secs; Ctrl-C to stop waiting)",
+                      file=sys.stderr, flush=True)
         self.phase = "stopping"
         self._broadcast("stop")
         deadline = time.monotonic() + 30

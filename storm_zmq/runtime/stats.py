@@ -75,6 +75,30 @@ class RunStats:
                   + self.in_transit())
         return pending, queued
 
+    def waited_for(self) -> str:
+        """Which components a drain waits for, as last reported: the spouts whose
+        trees are pending, the components with tuples queued, and, when trees are
+        pending with nothing queued, that some bolt holds their tuples unacked (the
+        totals alone did not say which component a drain of 30 s waited for)."""
+        totals = self.totals()
+        pending = [f"{name} {t['pending']:,}" for name, t in sorted(totals.items()) if t["pending"]]
+        queued = [f"{name} {t['queued']:,}" for name, t in sorted(totals.items()) if t["queued"]]
+        between = self.backlog()[1] - sum(t["queued"] for t in totals.values())
+        if self.reconnects():  # what is in transit then is lost, and `undrained` says so
+            between -= self.in_transit()
+        parts = []
+        if pending:
+            parts.append(f"trees pending at {', '.join(pending)}")
+        if queued:
+            parts.append(f"tuples queued for {', '.join(queued)}")
+        if between > 0:
+            parts.append(f"{between:,} tuple(s) on their way between workers")
+        if pending and not queued and between <= 0:
+            parts.append("none queued: a bolt holds their tuples without acking them (auto_ack "
+                         "off, or a BatchingBolt waiting for its tick), or a tree lost a tuple, "
+                         "which its timeout fails")
+        return "; ".join(parts)
+
     def undrained(self, waited: float) -> str | None:
         """What a drain that ends after `waited` seconds leaves behind, in words;
         None when nothing. Messages still in transit after a connection was made
@@ -88,8 +112,10 @@ class RunStats:
             lost = (f" ({in_transit:,} of the tuples were sent to another worker over a "
                     f"connection that dropped and was made again, {reconnects} time(s): "
                     "they never arrived, and their tuple trees, if tracked, timed out)")
+        where = self.waited_for()
         return (f"stopping with {pending:,} tuple tree(s) pending and {queued:,} tuple(s) "
-                f"queued after draining {waited:.0f} s: they were neither acked nor failed{lost}")
+                f"queued after draining {waited:.0f} s: they were neither acked nor failed{lost}"
+                f"{f' ({where})' if where else ''}")
 
     def in_transit(self) -> int:
         """Task messages the workers sent each other and have not received, as last

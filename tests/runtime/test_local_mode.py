@@ -329,6 +329,8 @@ def test_a_long_drain_says_what_it_waits_for_and_ctrl_c_ends_it(tmp_path: Path, 
             break
     assert seen and seen[-1].startswith("draining: 20 tuple tree(s) pending"), seen
     assert "waiting up to 300 s" in seen[-1]
+    # which component: the spout's trees, and a bolt holding their tuples
+    assert "(trees pending at numbers 20; none queued: a bolt holds their tuples" in seen[-1], seen
     os.killpg(process.pid, signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 0, stderr

@@ -228,7 +228,21 @@ def test_a_drain_that_leaves_nothing_says_nothing(stats: RunStats) -> None:
     assert stats.undrained(1.0) is None
     stats.update(0, report(transfer_queued=2, words=entry(pending=1), counter=entry()))
     assert stats.undrained(1.0) == ("stopping with 1 tuple tree(s) pending and 2 tuple(s) queued "
-                                    "after draining 1 s: they were neither acked nor failed")
+                                    "after draining 1 s: they were neither acked nor failed "
+                                    "(trees pending at words 1; 2 tuple(s) on their way between "
+                                    "workers)")
+
+
+def test_a_drain_says_which_components_it_waits_for(stats: RunStats) -> None:
+    stats.update(0, report(words=entry(pending=200), counter=entry(queued=134)))
+    assert stats.waited_for() == "trees pending at words 200; tuples queued for counter 134"
+    stats.update(0, report(words=entry(pending=200), counter=entry()))  # held by a bolt
+    assert stats.waited_for() == (
+        "trees pending at words 200; none queued: a bolt holds their tuples without acking them "
+        "(auto_ack off, or a BatchingBolt waiting for its tick), or a tree lost a tuple, which "
+        "its timeout fails")
+    stats.update(0, report(words=entry(), counter=entry()))
+    assert stats.waited_for() == ""
 
 
 def test_reported_since(stats: RunStats) -> None:
