@@ -202,9 +202,24 @@ def check_ports(ports: list[int]) -> None:
             except OSError as exc:
                 raise RunError(
                     f"port {port} (from supervisor.slots.ports) is busy: {exc.strerror}; "
-                    "stop what uses it or choose other ports with "
+                    f"{_who_holds(port) or 'stop what uses it'} or choose other ports with "
                     "-o supervisor.slots.ports=[...]"
                 ) from None
+
+
+def _who_holds(port: int) -> str | None:
+    """A cluster worker on `port` of this machine, said with how to stop it: workers
+    outlive their supervisor (as Storm's do), so after trying a cluster its worker
+    held the slot port the README's local run uses, and the run said only "busy"."""
+    from storm_zmq.cluster.processes import worker_processes
+
+    for pid, _ticks, _arguments, launch_file in worker_processes():
+        directory = launch_file.parent  # storm.local.dir/workers/<topology id>-<port>
+        if directory.name.endswith(f"-{port}"):
+            local_dir = directory.parent.parent
+            return (f"a cluster's worker holds it (pid {pid}, {directory.name}): stop it with "
+                    f"`storm-zmq kill_workers -o storm.local.dir={local_dir}`")
+    return None
 
 
 def run_local(options: RunOptions, out: TextIO = sys.stdout) -> RunResult:

@@ -446,6 +446,30 @@ def test_a_busy_port_is_a_clear_error_and_nothing_starts(tmp_path: Path) -> None
     assert "Traceback" not in result.stderr
 
 
+def test_a_port_a_clusters_worker_holds_says_how_to_stop_it(tmp_path: Path) -> None:
+    # Workers outlive their supervisor: after a try of the cluster, one held the port
+    # of the README's local run. A process with a cluster worker's command line
+    # (what the runner goes by) holds the port here.
+    port = free_port()
+    launch = tmp_path / "s1" / "workers" / f"WordCount-1-{port}" / "launch.json"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import socket, sys, time\n"
+         f"s = socket.socket(); s.bind(('0.0.0.0', {port})); s.listen(); print('bound', flush=True)"
+         "\ntime.sleep(120)", "storm_zmq.cluster.worker", "--launch-file", str(launch)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "bound\n"
+        result = run("wordcount.py", tmp_path, "-o", "test.count=10", ports=[port])
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.returncode == 2
+    assert (f"port {port} (from supervisor.slots.ports) is busy: Address already in use; a "
+            f"cluster's worker holds it (pid {holder.pid}, WordCount-1-{port}): stop it with "
+            f"`storm-zmq kill_workers -o storm.local.dir={tmp_path / 's1'}`") in result.stderr, \
+        result.stderr
+
+
 def test_an_invalid_topology_is_a_clear_error_naming_topology_and_component(tmp_path: Path) -> None:
     result = run("invalid.py", tmp_path)
     assert result.returncode == 2
