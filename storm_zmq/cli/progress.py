@@ -54,11 +54,14 @@ def wait_for_workers(state: Any, topology_id: str, workers: int, timeout: float,
     `REPEAT_INTERVAL` s) until all `workers` are ready or `timeout` s pass; True
     when they all are. Errors the workers record meanwhile are printed as they come:
     a component raising in `initialize()` used to show only as "0/1 ready" until
-    the timeout (a cluster audit)."""
+    the timeout (a cluster audit). The same error again (a worker relaunched and
+    failing alike, every few seconds) is counted, and said with the next line."""
     deadline = clock() + timeout
     last: tuple[int, int] | None = None
     last_at = clock()
     said: set[tuple[Any, ...]] = set()
+    said_lines: set[str] = set()
+    again = 0  # errors said before, recorded again since the last line
     while True:
         assignment = state.get_assignment(topology_id)
         beats = state.worker_beats(topology_id) if assignment is not None else {}
@@ -67,11 +70,18 @@ def wait_for_workers(state: Any, topology_id: str, workers: int, timeout: float,
         for key, line in error_lines(state.errors(topology_id)):
             if key not in said:
                 said.add(key)
+                if line in said_lines:
+                    again += 1
+                    continue
+                said_lines.add(line)
                 print(f"waiting for workers: {line}", file=err, flush=True)
         if (ready, assigned) != last or now - last_at >= REPEAT_INTERVAL:
             what = (f"{ready}/{workers} ready" if assignment is not None
                     else f"0/{workers} ready (not assigned yet: nimbus assigns it once it "
                          "leads and enough worker slots are free)")
+            if again:
+                what += f" (an error above recorded again {again} time(s) since)"
+                again = 0
             print(f"waiting for workers: {what}", file=err, flush=True)
             last, last_at = (ready, assigned), now
         if assignment is not None and ready >= workers:

@@ -95,3 +95,20 @@ def test_wait_prints_the_errors_workers_record_as_they_come() -> None:
         "waiting for workers: error in bad on h1:6700: RuntimeError: cannot connect to db:5432",
         "waiting for workers: 0/2 ready",  # 5 s later; the error is said once
     ]
+
+
+def test_the_same_error_of_a_relaunched_worker_is_counted_not_said_again() -> None:
+    def failed(at: float) -> dict[str, Any]:
+        return {"time": at, "host": "h1", "port": 6700,
+                "text": "component 'bad' task 3 failed:\nRuntimeError: init failed\n"}
+
+    state = ScriptedState([(ASSIGNMENT, {}, {"bad": [failed(1.0)]}),
+                           (ASSIGNMENT, {}, {"bad": [failed(1.0), failed(2.0)]}),
+                           (ASSIGNMENT, {}, {"bad": [failed(1.0), failed(2.0), failed(3.0)]})])
+    err, clock = io.StringIO(), FakeClock()
+    assert not wait_for_workers(state, "t-1", 2, 6, err, clock, clock.sleep)
+    assert err.getvalue().splitlines() == [
+        "waiting for workers: error in bad on h1:6700: RuntimeError: init failed",
+        "waiting for workers: 0/2 ready",
+        "waiting for workers: 0/2 ready (an error above recorded again 2 time(s) since)",
+    ]
