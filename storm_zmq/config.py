@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -365,8 +365,8 @@ SCHEMA: dict[str, Setting] = {
         False, "bool", "Serialize every emitted tuple, and decode it again, also those "
         "delivered inside the worker, so that a value a tuple cannot carry fails in a "
         "one-worker run as it would between workers, and each target gets its own decoded "
-        "copy, as from another worker (costs a msgpack pack per emit and an unpack per "
-        "target; storm_zmq.testing's harnesses turn it on)."),
+        "copy, as from another worker (costs a msgpack pack and unpack per emit and an "
+        "unpack per target; storm_zmq.testing's harnesses turn it on)."),
     "topology.stats.sample.rate": Setting(
         0.05, "float", "Fraction of a bolt's tuples followed to their ack for its "
         "process latency, when the bolt acks them itself; a bolt acked as process() "
@@ -443,9 +443,11 @@ def load_config_with_origins(
     home: Path | None = None,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
+    read: list[str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Like `load_config`, also returning where each key was set: a file label,
-    ``-o key=value`` or ``default`` (what ``storm-zmq config --origins`` shows)."""
+    ``-o key=value`` or ``default`` (what ``storm-zmq config --origins`` shows).
+    `read`, if given, gets the label of each file read, in order (`config_sources`)."""
     home = Path.home() if home is None else home
     cwd = Path.cwd() if cwd is None else cwd
     env = os.environ if env is None else env
@@ -458,9 +460,11 @@ def load_config_with_origins(
             conf[key] = value
             origins[key] = origin
 
+    read = [] if read is None else read
     home_file = home / ".storm" / "storm.yaml"
     if home_file.is_file():
         merge(read_yaml_file(home_file, _HOME_LABEL), _HOME_LABEL)
+        read.append(_HOME_LABEL)
 
     explicit = conf_file or env.get("STORM_CONF")
     if explicit:
@@ -472,6 +476,7 @@ def load_config_with_origins(
         raise ConfigError(f"{label}: no such file ({why})")
     if path.exists():
         merge(read_yaml_file(path, label), label)
+        read.append(label)
 
     for text in overrides or ():
         key, value = parse_override(text)
@@ -484,15 +489,11 @@ def load_config_with_origins(
     return conf, origins
 
 
-def config_sources(origins: Mapping[str, str]) -> str:
-    """The files whose values are in effect, in order of precedence, and how many -o
-    options: what a run says it runs with (one from another directory reads no
-    conf/storm.yaml, and its ports surprised)."""
-    files = list(dict.fromkeys(origin for origin in origins.values()
-                               if origin != DEFAULT_ORIGIN and not origin.startswith("-o ")))
-    files.sort(key=lambda label: label != _HOME_LABEL)  # the lowest first, as they are read
-    options = sum(1 for origin in origins.values() if origin.startswith("-o "))
-    said = ", ".join(files) or f"built-in defaults (no {_CWD_LABEL} in this directory)"
+def config_sources(read: Sequence[str], options: int) -> str:
+    """What a run says it runs with: the files read (`load_config_with_origins`'s
+    `read`) and how many -o options. One from another directory reads no
+    conf/storm.yaml, and its ports surprised."""
+    said = ", ".join(read) or f"built-in defaults (no {_CWD_LABEL} in this directory)"
     return said + (f", {options} -o option(s)" if options else "")
 
 

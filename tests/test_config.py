@@ -735,13 +735,16 @@ def test_module_keeps_no_state_between_loads(home: Path, cwd: Path) -> None:
 
 def test_config_sources_name_the_files_read_and_count_the_options(home: Path, tmp_path: Path) -> None:
     cwd = tmp_path / "project"
-    _, origins = load_config_with_origins(home=home, cwd=cwd, env={})
-    assert config_sources(origins) == "built-in defaults (no conf/storm.yaml in this directory)"
+    read: list[str] = []
+    load_config_with_origins(home=home, cwd=cwd, env={}, read=read)
+    assert config_sources(read, 0) == "built-in defaults (no conf/storm.yaml in this directory)"
     write(home / ".storm" / "storm.yaml", "topology.debug: true\n")
-    write(cwd / "conf" / "storm.yaml", "topology.workers: 2\n")
-    _, origins = load_config_with_origins(overrides=["topology.workers=3", "x.y=1"], home=home,
-                                          cwd=cwd, env={})
-    # conf/storm.yaml's one key is overridden: none of its values is in effect
-    assert config_sources(origins) == "~/.storm/storm.yaml, 2 -o option(s)"
-    _, origins = load_config_with_origins(home=home, cwd=cwd, env={})
-    assert config_sources(origins) == "~/.storm/storm.yaml, conf/storm.yaml"
+    write(cwd / "conf" / "storm.yaml", "# nothing set: read all the same\n")
+    read = []
+    load_config_with_origins(overrides=["topology.workers=3", "topology.workers=4"], home=home,
+                             cwd=cwd, env={}, read=read)
+    assert config_sources(read, 2) == "~/.storm/storm.yaml, conf/storm.yaml, 2 -o option(s)"
+    write(tmp_path / "mine.yaml", "")
+    read = []
+    load_config_with_origins("mine.yaml", home=home, cwd=tmp_path, env={}, read=read)
+    assert config_sources(read, 0) == "~/.storm/storm.yaml, mine.yaml"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
 import time
 from typing import Any
 
@@ -73,19 +72,17 @@ def _rounds(text: str) -> int:
 def monitor_topology(args: argparse.Namespace) -> int:
     from storm_zmq.cli.cluster_cmd import cluster_session
 
-    # Ctrl-C (SIGINT) sets a flag, by a handler of our own, as `logs -f` does: a shell
-    # without job control starts a background command with SIGINT ignored, and
-    # Python then never raises KeyboardInterrupt (monitor went on for 10 minutes).
-    stopping = threading.Event()
-    previous = signal.signal(signal.SIGINT, lambda *_: stopping.set())
-    try:
-        with cluster_session(args) as state:  # ZooKeeper's errors: one line, as every command's
-            return _watch(args, state, stopping)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    # A shell without job control starts a background command with SIGINT ignored,
+    # and Python then never raises KeyboardInterrupt: monitor went on for 10 minutes
+    # after a Ctrl-C. It is a command one stops with Ctrl-C, so it takes it back
+    # (and stops at once, also while connecting or reading).
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    with cluster_session(args) as state:  # ZooKeeper's errors: one line, as every command's
+        return _watch(args, state)
 
 
-def _watch(args: argparse.Namespace, state: Any, stopping: threading.Event) -> int:
+def _watch(args: argparse.Namespace, state: Any) -> int:
     from storm_zmq.metrics.sources import ClusterSource, UnknownTopology
     from storm_zmq.metrics.throughput import Throughput
 
@@ -134,6 +131,5 @@ def _watch(args: argparse.Namespace, state: Any, stopping: threading.Event) -> i
             rounds += 1
             if rounds == args.rounds:
                 return 0
-        if stopping.wait(args.interval):
-            return 130  # as for an interrupt anywhere else (storm_zmq.cli.main)
+        time.sleep(args.interval)
 

@@ -84,7 +84,11 @@ def wait_for_workers(state: Any, topology_id: str, workers: int, timeout: float,
                 again = 0
             print(f"waiting for workers: {what}", file=err, flush=True)
             last, last_at = (ready, assigned), now
-        if assignment is not None and ready >= workers:
+        done = assignment is not None and ready >= workers
+        if (done or now >= deadline) and again:  # not left unsaid by a last line
+            print(f"waiting for workers: an error above recorded again {again} time(s) since",
+                  file=err, flush=True)
+        if done:
             return True
         if now >= deadline:
             return False

@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     from storm_zmq.runtime.local import RunOptions, run_local
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    conf, origins = load_config_with_origins(args.config, args.overrides)
+    read: list[str] = []
+    conf, _ = load_config_with_origins(args.config, args.overrides, read=read)
     if not args.time >= 0:  # also refuses nan
         from storm_zmq.cli import UsageError
 
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         topology_name=args.name,
         overrides=overrides,
         progress=not args.quiet,
-        config_sources=config_sources(origins),
+        config_sources=config_sources(read, len(args.overrides)),
     )
     server = _start_ui(args, options) if args.ui else None
     try:

@@ -69,17 +69,19 @@ _EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(: |$)")
 
 
 def _start_deaf_to_ctrl_c(process: multiprocessing.process.BaseProcess) -> None:
-    """Start a worker process with SIGINT ignored. A terminal sends Ctrl-C to the
-    whole process group, and a worker still importing died of it inside Python's
-    start-up, with tracebacks, before `worker_main` could ignore it (the run then said
-    a worker was killed by SIGINT). An ignored SIGINT is inherited through the exec,
-    and Python leaves a signal that it finds ignored alone; this runner's own
-    handler is back as soon as the process is started."""
-    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Start a worker process with SIGINT and SIGTERM ignored. A terminal sends
+    Ctrl-C to the whole process group (`timeout` and service managers SIGTERM), and
+    a worker still importing died of it inside Python's start-up, with tracebacks,
+    before `worker_main` could ignore it (the run then said a worker was killed by
+    SIGINT). An ignored signal is inherited through the exec, and Python leaves a
+    signal that it finds ignored alone; this runner's own handlers are back as soon
+    as the process is started (a signal in those milliseconds is not seen here)."""
+    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         process.start()
     finally:
-        signal.signal(signal.SIGINT, handler)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
 
 class RunError(Exception):
     """Something about the run the user must fix (busy port, too few ports, ...)."""
@@ -213,12 +215,15 @@ def _who_holds(port: int) -> str | None:
     held the slot port the README's local run uses, and the run said only "busy"."""
     from storm_zmq.cluster.processes import worker_processes
 
-    for pid, _ticks, _arguments, launch_file in worker_processes():
-        directory = launch_file.parent  # storm.local.dir/workers/<topology id>-<port>
-        if directory.name.endswith(f"-{port}"):
-            local_dir = directory.parent.parent
-            return (f"a cluster's worker holds it (pid {pid}, {directory.name}): stop it with "
-                    f"`storm-zmq kill_workers -o storm.local.dir={local_dir}`")
+    try:
+        for pid, _ticks, _arguments, launch_file in worker_processes():
+            directory = launch_file.parent  # storm.local.dir/workers/<topology id>-<port>
+            if directory.name.endswith(f"-{port}"):
+                local_dir = directory.parent.parent
+                return (f"a cluster's worker holds it (pid {pid}, {directory.name}): stop it "
+                        f"with `storm-zmq kill_workers -o storm.local.dir={local_dir}`")
+    except OSError:  # no /proc (not Linux): the plain message
+        return None
     return None
 
 

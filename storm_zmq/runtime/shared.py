@@ -75,9 +75,9 @@ with the option off, and its consumers, in the new thread, make it.
 
 A call that never ends (a `process` blocked on a connection) is never judged by
 `BlockingWatch`, whose judgement comes at the end of a step. The worker's main thread
-watches the step in progress instead, and past `HOLD_NOTICE_SECS` it names the
-component and moves the thread's other executors to a new shared thread
-(`move_others_off`, the same hand-over): they go on without it.
+watches the step in progress instead, and past `HAND_OFF_SECS` (1 s) it moves the
+thread's other executors to a new shared thread (`move_others_off`, the same
+hand-over), naming the component: they go on without it.
 
 A component that raises kills the worker as with threads: the thread reports it with
 its traceback and stops. Stopping: the thread ends when every executor still in it

@@ -573,8 +573,10 @@ def _derive_columns(cls: type[SparkSpout], config: dict[str, Any] | None) -> lis
 
     The environment knows a class by module and qualname, the only name it has in
     every process. Classes that one factory function makes share that name, so once
-    a second class asks under a name, the name is marked ambiguous (null) there and
-    each such class learns its own columns from Spark in every process."""
+    a second class of the same module object asks under a name, the name is marked
+    ambiguous (null) there and each such class learns its own columns from Spark in
+    every process. The same file loaded again (`submit` loads it twice) makes new
+    classes in a new module object: those are the same classes, not ambiguous."""
     key = _class_key(cls)
     try:
         inherited = json.loads(os.environ.get(COLUMNS_ENV, "{}"))
@@ -583,7 +585,10 @@ def _derive_columns(cls: type[SparkSpout], config: dict[str, Any] | None) -> lis
     if not isinstance(inherited, dict):
         inherited = {}
     known = _derived_columns.get(key)
-    ambiguous = known is not None and known[0]() is not cls
+    earlier = known[0]() if known is not None else None
+    if earlier is cls:
+        return known[1]  # type: ignore[index]
+    ambiguous = earlier is not None and earlier.__module__ == cls.__module__
     columns = None if ambiguous else inherited.get(key)
     if not (isinstance(columns, list) and columns and all(isinstance(c, str) for c in columns)):
         columns = _columns_from_spark(cls, dict(config or {}))

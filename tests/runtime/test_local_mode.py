@@ -526,8 +526,10 @@ def test_ctrl_c_while_the_workers_start_stops_the_run_without_their_tracebacks(
         "-o", f"supervisor.slots.ports={[free_port(), free_port()]}",
         "-o", f"test.output_dir={tmp_path}", "-o", "test.count=100000000",
     ]
+    # no storm.yaml of the tester's (~/.storm, $STORM_CONF) in what the first line says
+    env = {key: value for key, value in os.environ.items() if key != "STORM_CONF"}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True, cwd=tmp_path)
+                               start_new_session=True, cwd=tmp_path, env={**env, "HOME": str(tmp_path)})
     assert process.stdout is not None
     said = process.stdout.readline()  # said once every worker process is started
     assert "2 worker(s) on port(s)" in said, said

@@ -269,6 +269,31 @@ def test_classes_one_factory_makes_learn_their_own_columns(monkeypatch: pytest.M
     assert asked == [["a", "b"], ["x", "y", "z"]]
 
 
+def test_a_topology_loaded_again_learns_its_columns_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `submit` loads the topology file twice: each load makes the spout class anew,
+    # in a module of its own. That is the same class, not a factory's second one:
+    # the second load must start no Spark and leave the columns to the workers.
+    def load(number: int) -> type[SparkSpout]:
+        class Loaded(SparkSpout):
+            def source(self, spark):  # pragma: no cover - Spark is stood in for
+                raise AssertionError
+
+        Loaded.__module__ = f"_storm_zmq_topology_{number}_t"  # as load_topology names it
+        return Loaded
+
+    asked: list[str] = []
+    monkeypatch.setattr(spout_module, "_columns_from_spark",
+                        lambda cls, config: asked.append(cls.__module__) or ["a", "b"])
+    monkeypatch.setenv(spout_module.COLUMNS_ENV, "{}")
+    first = load(1)
+    assert first.spec().outputs["default"].fields == ("a", "b")
+    second = load(2)
+    assert second.spec().outputs["default"].fields == ("a", "b")
+    assert asked == ["_storm_zmq_topology_1_t"]
+    key = spout_module._class_key(second)
+    assert json.loads(os.environ[spout_module.COLUMNS_ENV])[key] == ["a", "b"]
+
+
 def test_java_missing_is_a_clear_error(tmp_path: Any) -> None:
     with pytest.raises(SparkSpoutError, match="spark spout 'x': Java not found: .*no java on PATH and no JAVA_HOME"):
         check_java("spark spout 'x'", {"PATH": str(tmp_path)})
