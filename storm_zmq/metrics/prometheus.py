@@ -62,9 +62,11 @@ _COMPONENT_GAUGES: list[tuple[str, str, Callable[[ComponentSummary], Any]]] = [
 ]
 
 _LATENCIES = [
-    ("execute", "Time inside the bolt's process() (Storm's execute latency), every tuple."),
-    ("process", "Time from a tuple's arrival at the bolt to its ack (Storm's process "
-                "latency): every tuple where process() acks it, else sampled."),
+    ("execute", "Time inside the bolt's process(), process_tick() and process_batch() over "
+                "its executed tuples (Storm's execute latency), every tuple."),
+    ("process", "Time from the start of a tuple's process() to its ack (Storm's process "
+                "latency; queueing not included): every tuple where process() acks it, else "
+                "sampled."),
     ("complete", "Time from a spout emit to the tuple tree's completion (Storm's complete "
                  "latency), every tree."),
 ]

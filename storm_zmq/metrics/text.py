@@ -97,7 +97,7 @@ def format_summary(summary: TopologySummary) -> str:
         (c.name, c.kind, str(c.tasks), _count(c.emitted), _count(c.transferred),
          _count(c.executed), _count(c.acked), _count(c.failed), _ms(c.execute_latency_ms),
          _ms(c.process_latency_ms), _ms(c.complete_latency_ms), _capacity(c.capacity),
-         _count(c.queued), _count(c.pending), str(len(c.errors)))
+         _count(c.queued), _count(c.pending), _count(c.errors_reported))
         for c in summary.components
     ]
     lines += _table(header, rows) if rows else ["  (no component has reported yet)"]

@@ -558,7 +558,7 @@ class Executor(threading.Thread):
         #: Tuples its components emitted in cleanup(), which `finish` warns about
         self.emitted_in_cleanup = 0
         self.malformed = self.errors_reported = 0
-        self.busy_secs = 0.0  # time spent running input batches through process()
+        self.busy_secs = 0.0  # time in process(), process_tick() and process_batch()
         self.process_ms_total = 0.0
         self.process_samples = 0
         # id(tuple) -> (tuple, perf_counter at arrival): process-latency samples
@@ -1347,18 +1347,25 @@ class BoltExecutor(Executor):
         if self._next_tick is not None and now >= self._next_tick:
             self._next_tick = now + self._tick_secs
             tick = _new(Tuple, (None, SYSTEM_COMPONENT, TICK_STREAM, -1, (self._tick_secs,)))
+            started = perf_counter()
             for task, component in self.components.items():
                 try:
                     component._run_tick(tick)
                 except BaseException as exc:
                     if not self._carry_on(exc, task, tick):
                         raise
-        for task, component in self._tickless:
-            try:
-                component._maybe_flush(now)
-            except BaseException as exc:
-                if not self._carry_on(exc, task):
-                    raise
+            # busy too: a BatchingBolt's process_batch runs here (capacity and
+            # execute latency read 0.001 and 0.01 ms for one at 60 %)
+            self.busy_secs += perf_counter() - started
+        if self._tickless:
+            started = perf_counter()
+            for task, component in self._tickless:
+                try:
+                    component._maybe_flush(now)
+                except BaseException as exc:
+                    if not self._carry_on(exc, task):
+                        raise
+            self.busy_secs += perf_counter() - started
         self.flush()
         self._in_hand = 0
 

@@ -689,7 +689,8 @@ class Worker:
                     "execute_ms_total": 0.0, "execute_samples": 0,
                     "process_ms_total": 0.0, "process_samples": 0,
                     "complete_ms_total": 0.0, "complete_samples": 0,
-                    "capacity": 0.0, "latencies_ms": [], "by_executor": [],
+                    # None until a report window (a bolt's; Storm has none for spouts)
+                    "capacity": None, "latencies_ms": [], "by_executor": [],
                 }
             entry["tasks"] += executor.assignment.tasks
             entry["executors"] += 1
@@ -709,10 +710,11 @@ class Worker:
             entry["process_samples"] += executor.process_samples
             last = self._last_busy.get(executor.index)
             self._last_busy[executor.index] = (now, busy)
-            capacity = 0.0
-            if last is not None and now > last[0]:
+            capacity = None
+            if last is not None and now > last[0] and not executor.is_spout:
                 capacity = min(1.0, (busy - last[1]) / (now - last[0]))
-                entry["capacity"] = max(entry["capacity"], capacity)
+                entry["capacity"] = (capacity if entry["capacity"] is None
+                                     else max(entry["capacity"], capacity))
             # Storm's unit of statistics: the executor (its tasks share its counters)
             entry["by_executor"].append({
                 "executor": executor.index, "tasks": list(executor.assignment.tasks),

@@ -21,7 +21,7 @@ REPORT = {
     "components": {"words": {"emitted": 1234567, "acked": 1234000, "pending": 567,
                              "complete_ms_total": 10.0, "complete_samples": 4},
                    "count": {"executed": 42, "capacity": 0.5, "execute_ms_total": 1.0,
-                             "execute_samples": 4}},
+                             "execute_samples": 4, "errors_reported": 100}},
     "errors": [{"component": "count", "task": 2, "time": 99.0,
                 "text": "Traceback...\nValueError: bad word"}],
     "balance": {"figure": 0.9125, "weight": 0.25},
@@ -45,6 +45,8 @@ def test_the_summary_table_shows_every_component_and_worker() -> None:
     assert "1,234,567" in words and "1,234,000" in words and "567" in words
     count = next(line for line in lines if line.strip().startswith("count"))
     assert "0.250" in count and "0.500" in count
+    # errors: how many were reported, not how many of them are kept (at most 10)
+    assert count.rstrip().endswith(" 100"), count
     worker = next(line for line in lines if "127.0.0.1:6700" in line)
     assert "3.0 MiB" in worker and "1m 5s" in worker and "0.5s" in worker
     assert "0.912" in worker and "0.250" in worker  # its CPU figure and shuffle weight

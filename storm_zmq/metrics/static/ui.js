@@ -244,7 +244,7 @@ function renderComponents(summary) {
       cell(a, "process_latency_ms", c.process_latency_ms, fmt.ms),
       cell(a, "complete_latency_ms", c.complete_latency_ms, fmt.ms),
       cell(a, "capacity", c.capacity, fmt.ratio), cell(a, "queued", c.queued, fmt.count),
-      cell(a, "pending", c.pending, fmt.count), cell(a, "errors", c.errors.length, fmt.count));
+      cell(a, "pending", c.pending, fmt.count), cell(a, "errors", c.errors_reported, fmt.count));
     tbody.append(tr);
   }
 }
