@@ -7,9 +7,10 @@ grew and at what rate. A rate is taken per worker between two of its own reports
 ``worker.heartbeat.frequency.secs``, so the reader's interval would be off by up to
 that much), then summed over the workers. A worker whose counter went down was
 restarted: it counts from zero. A worker without a newer report since the last
-read keeps its last rate, so a reader faster than the reports does not see a
-component stop; one that is no longer in the summary (stale, moved) counts no
-more.
+read keeps its last rate for that one read, so a reader faster than the reports
+does not see a component stop; at the next read still without one its rate is 0
+(a frozen worker showed its last rate for 30 s, until its report went stale). One
+that is no longer in the summary (stale, moved) counts no more.
 """
 
 from __future__ import annotations
@@ -47,11 +48,13 @@ class Throughput:
         self.components = components
         self._seen: dict[tuple[str, _WorkerKey], tuple[float, float]] = {}  # (time, value)
         self._rates: dict[tuple[str, _WorkerKey], float] = {}
+        self._kept: set[tuple[str, _WorkerKey]] = set()  # rates kept once without a report
 
     def update(self, summary: TopologySummary) -> list[ComponentThroughput]:
         times = {(w.host, w.port): w.time for w in summary.workers if w.time is not None}
         seen: dict[tuple[str, _WorkerKey], tuple[float, float]] = {}
         rates: dict[tuple[str, _WorkerKey], float] = {}
+        kept: set[tuple[str, _WorkerKey]] = set()
         rows = []
         for component in summary.components:
             if self.components and component.name not in self.components:
@@ -75,11 +78,14 @@ class Throughput:
                 grown = (grown or 0) + int(delta)
                 if at > then:
                     rates[key] = delta / (at - then)
-                elif key in self._rates:
+                elif key in self._rates and key not in self._kept:
                     rates[key] = self._rates[key]
+                    kept.add(key)
+                elif key in self._rates:
+                    rates[key] = 0.0  # a second read without a report: it is not counting
                 if key in rates:
                     rate = (rate or 0.0) + rates[key]
             rows.append(ComponentThroughput(component.name, component.kind,
                                             component.executors, component.tasks, grown, rate))
-        self._seen, self._rates = seen, rates
+        self._seen, self._rates, self._kept = seen, rates, kept
         return rows

@@ -44,6 +44,17 @@ def test_a_worker_without_a_newer_report_keeps_its_rate() -> None:
     assert rows(throughput, summary(102, (0, 102.0, 500, 0)))["words"] == (200, 200.0)
 
 
+def test_a_worker_without_a_report_for_two_reads_is_not_counting() -> None:
+    # a frozen worker (SIGSTOP) showed its last rate for 30 s, until its report went stale
+    throughput = Throughput("emitted")
+    rows(throughput, summary(100, (0, 100.0, 0, 0)))
+    assert rows(throughput, summary(101, (0, 101.0, 300, 0)))["words"] == (300, 300.0)
+    assert rows(throughput, summary(102, (0, 101.0, 300, 0)))["words"] == (0, 300.0)  # once
+    assert rows(throughput, summary(103, (0, 101.0, 300, 0)))["words"] == (0, 0.0)
+    assert rows(throughput, summary(104, (0, 101.0, 300, 0)))["words"] == (0, 0.0)
+    assert rows(throughput, summary(105, (0, 105.0, 700, 0)))["words"] == (400, 100.0)
+
+
 def test_a_restarted_worker_counts_from_zero() -> None:
     throughput = Throughput("executed")
     rows(throughput, summary(100, (0, 100.0, 0, 9000)))
