@@ -126,12 +126,18 @@ def test_latencies_are_collected_from_every_report(stats: RunStats) -> None:
     assert r0["components"]["words"]["latencies_ms"] == [1.0, 2.0], "the report is not changed"
 
 
-def test_latency_samples_are_bounded_keeping_the_newest(stats: RunStats) -> None:
-    stats.update(0, report(words=entry(latencies_ms=[0.0] * 150_000)))
-    stats.update(0, report(words=entry(latencies_ms=[float(i) for i in range(60_000)])))
-    assert len(stats.latencies_ms) == 100_000
-    assert stats.latencies_ms[-1] == 59_999.0
-    assert stats.latencies_ms[-60_000] == 0.0 and stats.latencies_ms[-60_001] == 0.0
+def test_latency_samples_are_bounded_and_drawn_from_the_whole_run(stats: RunStats) -> None:
+    # keeping the newest made a 25 s run's p99 that of its last 14 s
+    stats.update(0, report(words=entry(latencies_ms=[1.0] * 150_000)))  # the first part
+    stats.update(0, report(words=entry(latencies_ms=[2.0] * 150_000)))  # the second
+    assert len(stats.latencies_ms) == 100_000 and stats.latency_samples_seen == 300_000
+    early = stats.latencies_ms.count(1.0) / 100_000
+    assert 0.45 < early < 0.55, early  # half of what was seen, as a uniform draw keeps
+    stats.update(0, report(words=entry(latencies_ms=[3.0])))
+    stats.start(0.0)
+    stats.stop(1.0)
+    assert ("(100,000 samples, a uniform draw of the 300,001 the workers sent over the run)"
+            in stats.summary("ran 1 s"))
 
 
 # -- exhaustion and draining ---------------------------------------------------------------
