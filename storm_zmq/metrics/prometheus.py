@@ -76,7 +76,9 @@ _WORKER: list[tuple[str, str, str, Callable[[WorkerSummary], Any]]] = [
      lambda w: 0 if w.stale else 1),
     ("uptime_seconds", "gauge", "Seconds since the worker process started.",
      lambda w: w.uptime_secs),
-    ("report_age_seconds", "gauge", "Age of the worker's last report.",
+    ("report_age_seconds", "gauge", "Age of the worker's last report: an upper bound, by "
+     "this server's clock from its previous look at ZooKeeper (a scrape's, or the UI's), so "
+     "a live worker can read up to the time between looks; alert above that.",
      lambda w: w.age_secs),
     ("cpu_seconds_total", "counter", "CPU time of the worker process, all its threads.",
      lambda w: w.cpu_secs),
