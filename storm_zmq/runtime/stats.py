@@ -188,10 +188,13 @@ class RunStats:
         return f"[{elapsed:5.0f}s] " + " | ".join(parts)
 
     def summary(self, reason: str) -> str:
+        """The run's last words. Its avg/s is the whole run's (start-up after the
+        workers were ready, idle time and the drain included): the progress lines
+        give the rates as they went."""
         totals = self.totals()
         elapsed = max((self.stopped_at or time.monotonic()) - (self.started_at or 0), 1e-9)
         lines = [f"{self.topology} stopped after {elapsed:.1f} s: {reason}"]
-        header = f"  {'component':<24} {'emitted':>12} {'executed':>12} {'acked':>12} {'failed':>9} {'rate/s':>10}"
+        header = f"  {'component':<24} {'emitted':>12} {'executed':>12} {'acked':>12} {'failed':>9} {'avg/s':>10}"
         lines.append(header)
         for name in self.spouts + self.bolts + [ACKER]:
             t = totals.get(name)
