@@ -1,6 +1,7 @@
 """Bringing one partition of a DataFrame to the driver as a list of Python tuples.
 
-Three ways, measured on this machine class with ``scripts/bench_spark.py --fetch-only``
+Three ways, measured on this machine class with ``scripts/bench_spark.py`` (its
+fetch-mode comparison, which ``--no-fetch`` skips)
 (docs/spark.md has the numbers):
 
 ``arrow`` (the default when pyarrow is installed)

@@ -119,9 +119,30 @@ def short_error(exc: BaseException, limit: int = 600) -> str:
     head = lines[0] if lines else ""
     if type(exc).__name__ == "PythonException" and len(lines) > 1:
         head = f"{head.rstrip(':')}: {lines[-1].strip()}"  # the Python worker's own error
+    elif type(exc).__name__ == "Py4JJavaError":  # "An error occurred while calling ...": why
+        cause = _java_root_cause(exc, lines)
+        if cause:
+            head = f"{head.rstrip('.')}: {cause}"
     if len(head) > limit:
         head = head[:limit] + " …"
     return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
+
+
+def _java_root_cause(exc: BaseException, lines: list[str]) -> str:
+    """The innermost Java exception of a py4j error (an OutOfMemoryError, a corrupt
+    file: the first line said only which call failed). From the JVM if it still
+    answers, else the message's second line (``: org.apache...Exception: ...``)."""
+    try:
+        throwable = exc.java_exception  # type: ignore[attr-defined]
+        for _ in range(20):  # a cause chain is short; never a cycle's length
+            cause = throwable.getCause()
+            if cause is None:
+                break
+            throwable = cause
+        return str(throwable.toString())
+    except Exception:
+        second = lines[1].strip() if len(lines) > 1 else ""
+        return second.removeprefix(":").strip()
 
 
 def master_addresses(master: str) -> list[tuple[str, int]]:

@@ -108,7 +108,8 @@ class SparkSpout(Spout):
         Rows emitted per `next_tuple` call at most (default:
         ``topology.producer.batch.size``); ``topology.max.spout.pending`` is held.
     ``progress_secs``
-        How often a progress line is logged (rows and partitions done of total).
+        How often a progress line is logged (rows and partitions done of total);
+        0 logs none (the last line, at the end, is logged all the same).
 
     In `source`, ``self.storm_conf`` is the conf (at topology load, when the columns
     are derived, only the component's ``config``: the columns must not depend on
@@ -141,6 +142,10 @@ class SparkSpout(Spout):
         if problem:
             raise SparkSpoutError(f"{cls.__name__}.{problem}")
         if _declared_fields(cls) is None:
+            if cls.source is SparkSpout.source:  # fed by its own open_source(): no DataFrame
+                raise SparkSpoutError(
+                    f"{cls.__name__}: declare `outputs`: a spout without a source() (fed by its "
+                    "own open_source()) has no DataFrame to learn its columns from")
             cls.outputs = _derive_columns(cls, config if config is not None else getattr(cls, "config", None))
             cls._outputs_from_source = True
         return super().spec(name=name, par=par, config=config, num_tasks=num_tasks)
@@ -219,7 +224,8 @@ class SparkSpout(Spout):
                 "context, started with the first spout's settings; set them alike for every "
                 "Spark spout of the topology (its config or storm.yaml)", self.who, ", ".join(ignored))
         df = _call_source(self, self.spark, self.who)
-        df = shape_dataframe(df, _declared_fields(type(self)) or [], self.who)
+        learned = bool(vars(type(self)).get("_outputs_from_source"))
+        df = shape_dataframe(df, _declared_fields(type(self)) or [], self.who, learned=learned)
         self.columns = list(df.columns)
         spark, mode = self.spark, self.fetch
         return lambda: make_fetcher(spark, df, mode)
@@ -386,7 +392,7 @@ class SparkSpout(Spout):
             if ledger.fully_emitted(partition):
                 self._finish_current()
         now = time.monotonic()
-        if now >= self._next_progress:
+        if now >= self._next_progress and self.progress_secs:  # 0: none (it flooded the log)
             self._next_progress = now + self.progress_secs
             self.logger.info("%s", self.progress_line(now))
         if ledger.all_done and not self._reported:
@@ -478,18 +484,35 @@ def _call_source(spout: SparkSpout, spark: Any, who: str) -> Any:
     return df
 
 
-def shape_dataframe(df: Any, fields: Sequence[str], who: str) -> Any:
+def shape_dataframe(df: Any, fields: Sequence[str], who: str, learned: bool = False) -> Any:
     """`df` with the spout's output fields as its columns, its column types checked.
     No fields: the columns as they are. Fields that are all columns: those, in that
-    order. As many fields as columns: the columns renamed."""
+    order. As many fields as columns: the columns renamed. Names compare as Spark
+    compares them, without case (`spark.sql.caseSensitive` is off by default): an
+    ``outputs`` of ``["name", "id"]`` for columns ``ID, NAME`` was taken for new
+    names and swapped the values. Fields `learned` from `source()` at topology load
+    must be the columns exactly: the same class used for two components, or columns
+    that depend on more than the component's config, relabelled values silently."""
     columns = list(df.columns)
     if not columns:
         raise SparkSpoutError(f"{who}: the DataFrame from source() has no columns")
+    if learned and list(fields) != columns:
+        raise SparkSpoutError(
+            f"{who}: the DataFrame's columns {columns} are not those learned when the topology "
+            f"was loaded, {list(fields)} (learned once per spout class, from its first "
+            "component's config: another component of the class, or columns that depend on "
+            "other settings, differ); declare `outputs`")
     if fields:
-        if set(fields) <= set(columns):
-            df = df.select(*fields)
+        folded = [c.casefold() for c in columns]
+        if all(f.casefold() in folded for f in fields):
+            try:
+                df = df.select(*fields).toDF(*fields)  # the outputs' spelling
+            except Exception as exc:  # two columns of one name (a join), say
+                raise SparkSpoutError(f"{who}: selecting outputs {list(fields)} from the columns "
+                                      f"{columns} failed: {short_error(exc)}") from None
         elif len(fields) == len(columns):
-            moved = [f for i, f in enumerate(fields) if f in columns and columns[i] != f]
+            moved = [f for i, f in enumerate(fields)
+                     if f.casefold() in folded and folded[i] != f.casefold()]
             if moved:
                 raise SparkSpoutError(
                     f"{who}: outputs {list(fields)} rename the columns {columns} by position, "
@@ -534,7 +557,9 @@ def _attribute_problem(spout: Any) -> str | None:
         return f"max_fails must be None (replay until acked) or a count of replays >= 0, got {max_fails!r}"
     progress = spout.progress_secs
     if isinstance(progress, bool) or not isinstance(progress, (int, float)) or not progress >= 0:
-        return f"progress_secs must be a number of seconds, 0 or more, got {progress!r}"
+        return f"progress_secs must be a number of seconds, 0 or more (0: none), got {progress!r}"
+    if not isinstance(spout.reliable, bool):  # "no" ran as reliable
+        return f"reliable must be True or False, got {spout.reliable!r}"
     return None
 
 

@@ -101,6 +101,43 @@ def test_outputs_default_to_the_columns_and_may_select_or_rename(spark: Any) -> 
     with pytest.raises(SparkSpoutError, match=r"by position, but \['c'\] is a column at another position"):
         SpoutHarness(Moved, name="moved")
 
+    # Spark's names have no case: these select by name, as Spark would (they were
+    # taken for new names and swapped the values)
+    class OtherCase(Columns):
+        outputs = ["C", "A"]
+
+    harness = SpoutHarness(OtherCase)
+    drive(harness)
+    assert sorted(tuple(e.values) for e in harness.emits) == [("x", 0), ("x", 1), ("x", 2)]
+    harness.component.cleanup()
+
+    class MovedOtherCase(Columns):
+        outputs = ["C", "x", "y"]
+
+    with pytest.raises(SparkSpoutError, match=r"by position, but \['C'\] is a column at another position"):
+        SpoutHarness(MovedOtherCase, name="moved")
+
+    class Joined(SparkSpout):  # two columns named "a": a select by name is ambiguous
+        outputs = ["a", "b"]
+
+        def source(self, spark):
+            left, right = frame(spark).alias("l"), frame(spark).alias("r")
+            return left.join(right, "b").select("l.a", "b", "r.a")
+
+    with pytest.raises(SparkSpoutError, match=r"spark spout 'joined' task 1: selecting outputs "
+                                              r"\['a', 'b'\] from the columns \['a', 'b', 'a'\] failed: "):
+        SpoutHarness(Joined, name="joined")
+
+    class ByConfig(SparkSpout):  # its columns depend on its component's config
+        def source(self, spark):
+            return frame(spark).select(*self.storm_conf["test.columns"])
+
+    assert ByConfig.spec(config={"test.columns": ["a", "b"]}).outputs["default"].fields == ("a", "b")
+    # a second component of the class, other columns: an error, not relabelled values
+    with pytest.raises(SparkSpoutError, match=r"the DataFrame's columns \['b', 'c'\] are not those "
+                                              r"learned when the topology was loaded, \['a', 'b'\]"):
+        SpoutHarness(ByConfig, name="other", conf={"test.columns": ["b", "c"]})
+
 
 @pytest.mark.parametrize("mode", MODES)
 def test_nested_values_arrive_as_plain_python(spark: Any, mode: str) -> None:
@@ -225,6 +262,18 @@ def test_a_job_that_fails_mid_stream_stops_the_spout_with_a_clear_error(spark: A
         drive(harness)
     assert sorted(e.values[0] for e in harness.emits) == list(range(20)), "partitions 0 and 1 came through"
     harness.component.cleanup()
+
+
+def test_an_error_of_the_jvm_is_said_with_its_root_cause(spark: Any) -> None:
+    # an OutOfMemoryError or a corrupt file failed the job with only "An error occurred
+    # while calling z:...runJob."
+    from storm_zmq.spark.session import short_error
+
+    with pytest.raises(Exception) as raised:
+        spark._jvm.java.lang.Class.forName("no.such.Thing")  # an error pyspark leaves as py4j's
+    said = short_error(raised.value)
+    assert said.startswith("Py4JJavaError: An error occurred while calling "), said
+    assert said.endswith(": java.lang.ClassNotFoundException: no.such.Thing"), said
 
 
 def test_java_missing_stops_initialize(spark: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:

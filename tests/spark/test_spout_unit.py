@@ -167,13 +167,23 @@ def test_tasks_share_the_partitions_p_mod_n() -> None:
 
 def test_progress_is_logged_with_rows_and_partitions(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    harness = SpoutHarness(MemorySpout, name="words")
+
+    class Chatty(MemorySpout):
+        progress_secs = 1e-9  # a line at every next_tuple
+
+    harness = SpoutHarness(Chatty, name="words")
     drive(harness)
     text = caplog.text
     assert "spark spout 'words' task 1: the DataFrame has 4 partition(s)" in text
     assert "rows and" in text and "/4 partitions done" in text
     assert f"all 4 partition(s) done: {len(ALL_ROWS)} rows" in text
     assert harness.component.progress_line().startswith(f"spark spout 'words' task 1: {len(ALL_ROWS)}/{len(ALL_ROWS)} rows and 4/4 partitions done")
+    harness.component.cleanup()
+    caplog.clear()
+    harness = SpoutHarness(MemorySpout, name="words")  # progress_secs 0: none but the last
+    drive(harness)
+    assert "partitions done" not in caplog.text, caplog.text  # it logged one a next_tuple
+    assert f"all 4 partition(s) done: {len(ALL_ROWS)} rows" in caplog.text
     harness.component.cleanup()
 
 
@@ -356,7 +366,8 @@ def test_column_types_a_tuple_cannot_carry_are_found_from_the_schema() -> None:
     ("emit_batch", 2.5, "emit_batch must be a whole number of rows"),
     ("max_fails", -1, "max_fails must be None (replay until acked) or a count of replays >= 0, got -1"),
     ("fetch", "fast", "fetch must be one of"),
-    ("progress_secs", -5, "progress_secs must be a number of seconds, 0 or more, got -5"),
+    ("progress_secs", -5, "progress_secs must be a number of seconds, 0 or more (0: none), got -5"),
+    ("reliable", "no", "reliable must be True or False, got 'no'"),  # ran as reliable
 ])
 def test_settings_a_spout_cannot_use_stop_the_topology_being_built(
         attribute: str, value: Any, says: str) -> None:
@@ -367,6 +378,16 @@ def test_settings_a_spout_cannot_use_stop_the_topology_being_built(
     with pytest.raises(SparkSpoutError) as info:
         spout_class.spec()
     assert says in str(info.value)
+
+
+def test_a_spout_fed_by_open_source_without_outputs_is_told_to_declare_them() -> None:
+    # it started a JVM, then said "source() must return a DataFrame"
+    class NoOutputs(MemorySpout):
+        outputs = []
+
+    with pytest.raises(SparkSpoutError, match=r"^NoOutputs: declare `outputs`: a spout without "
+                                              r"a source\(\) \(fed by its own open_source\(\)\)"):
+        NoOutputs.spec()
 
 
 def test_the_settings_a_spout_may_use_are_accepted() -> None:
