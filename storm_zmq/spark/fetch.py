@@ -140,11 +140,7 @@ class ArrowFetcher(_RunJobFetcher):
         with _socket_stream(self._run_job(partition), self._serializer) as stream:
             for message in stream:
                 batch = pa.ipc.read_record_batch(pa.py_buffer(message), schema)
-                columns = [column.to_pylist() for column in batch.columns]
-                for i, fix in enumerate(fixers):
-                    if fix is not None:
-                        columns[i] = [fix(v) for v in columns[i]]
-                rows.extend(zip(*columns, strict=True))
+                rows.extend(zip(*_python_columns(batch, fixers), strict=True))
         return rows
 
 
@@ -162,6 +158,22 @@ class RowsFetcher(_RunJobFetcher):
         with _socket_stream(self._run_job(partition), self._serializer) as stream:
             rows = [tuple(row) for row in stream]
         return _fix_rows(rows, self._fixers)
+
+
+def _python_columns(table: Any, fixers: list[Any]) -> list[list[Any]]:
+    """The columns of an Arrow batch or table as Python values, each made what the
+    spout emits by its fixer. A value Python cannot hold (a timestamp of year 10000:
+    `9999-12-31 23:59:59` of a zone west of UTC, in UTC) is said with its column;
+    the spout's error named only an OverflowError."""
+    columns = []
+    for name, column, fix in zip(table.schema.names, table.columns, fixers, strict=True):
+        try:
+            values = column.to_pylist()
+            columns.append(values if fix is None else [fix(v) for v in values])
+        except (OverflowError, ValueError) as exc:
+            raise ValueError(f"column {name!r} holds a value Python cannot (as a {column.type}): "
+                             f"{exc}; cast or clamp it in source()") from exc
+    return columns
 
 
 def _fix_rows(rows: list[tuple[Any, ...]], fixers: list[Any]) -> list[tuple[Any, ...]]:
@@ -192,9 +204,4 @@ class FilterFetcher:
         part = self._df.where(F.spark_partition_id() == partition)
         if not self._arrow:
             return _fix_rows([tuple(row) for row in part.collect()], self._fixers)
-        table = part.toArrow()
-        columns = [column.to_pylist() for column in table.columns]
-        for i, fix in enumerate(self._fixers):
-            if fix is not None:
-                columns[i] = [fix(v) for v in columns[i]]
-        return list(zip(*columns, strict=True))
+        return list(zip(*_python_columns(part.toArrow(), self._fixers), strict=True))

@@ -160,6 +160,25 @@ def test_nested_values_arrive_as_plain_python(spark: Any, mode: str) -> None:
     harness.component.cleanup()
 
 
+@pytest.mark.parametrize("mode", [m for m in MODES if m != "rows"])  # rows: pyspark's own error
+def test_a_value_python_cannot_hold_names_its_column(spark: Any, mode: str) -> None:
+    # "the end of time" of a zone west of UTC is year 10000 in UTC: said as an
+    # OverflowError, no column named
+    class EndOfTime(SparkSpout):
+        fetch = mode
+
+        def source(self, spark):
+            return spark.sql("SELECT 1 AS id, TIMESTAMP'9999-12-31 23:59:59' AS valid_to")
+
+    harness = SpoutHarness(EndOfTime, name="end",
+                           conf={"spark.sql.session.timeZone": "America/Los_Angeles"})
+    with pytest.raises(SparkSpoutError, match=r"fetching partition \d+ failed: ValueError: column "
+                                              r"'valid_to' holds a value Python cannot \(as a "
+                                              r"timestamp\[us, tz=UTC\]\): .*; cast or clamp it"):
+        drive(harness)
+    harness.component.cleanup()
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_dates_timestamps_and_decimals_arrive_as_python_values_in_utc(
         spark: Any, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
