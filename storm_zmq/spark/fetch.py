@@ -55,11 +55,17 @@ def make_fetcher(spark: Any, df: Any, mode: str = "auto") -> Any:
     runs the shuffle stages before the final partitioning is known)."""
     if mode not in FETCH_MODES:
         raise ValueError(f"fetch mode must be one of {FETCH_MODES}, got {mode!r}")
+    unreadable = arrow_unreadable(df.schema)
+    if mode == "arrow" and unreadable:
+        raise ValueError(f"fetch='arrow' cannot read column(s) {unreadable}: an empty array or map "
+                         "literal has no element type (array<void>); cast it in source(), "
+                         "CAST(array() AS ARRAY<STRING>), or use fetch='rows'")
     if mode == "auto":
         internal = hasattr(df, "_jdf")
         if internal:
             try:
-                return ArrowFetcher(spark, df) if have_pyarrow() else RowsFetcher(spark, df)
+                arrow = have_pyarrow() and not unreadable
+                return ArrowFetcher(spark, df) if arrow else RowsFetcher(spark, df)
             except Exception as exc:  # py4j: the private API is not there, or Spark failed
                 # said, not swallowed: a real planning failure would otherwise show
                 # only as the slower filter fetch (which then meets it again)
@@ -98,6 +104,29 @@ def _arrow_schema(df: Any, spark: Any) -> Any:
         return to_arrow_schema(df.schema, timezone="UTC", prefers_large_types=large.lower() == "true")
     except TypeError:  # pyspark 3.5: no large types, timestamps always UTC
         return to_arrow_schema(df.schema)
+
+
+def arrow_unreadable(schema: Any) -> list[str]:
+    """The columns Arrow cannot carry: a NullType inside an array, map or struct (an
+    empty ``array()`` or ``map()`` literal is ``array<void>``), which pyspark's Arrow
+    schema refuses ("A null type field may not be non-nullable"). Pickled rows
+    carry them: ``[]`` and ``{}``."""
+    from pyspark.sql.types import ArrayType, MapType, NullType, StructType
+
+    def nested_null(data_type: Any) -> bool:
+        """A NullType where its container says it cannot be null (what Arrow refuses)."""
+        if isinstance(data_type, ArrayType):
+            inner = [(data_type.elementType, data_type.containsNull)]
+        elif isinstance(data_type, MapType):
+            inner = [(data_type.keyType, False), (data_type.valueType, data_type.valueContainsNull)]
+        elif isinstance(data_type, StructType):
+            inner = [(field.dataType, field.nullable) for field in data_type.fields]
+        else:
+            return False
+        return any((isinstance(t, NullType) and not nullable) or nested_null(t)
+                   for t, nullable in inner)
+
+    return [field.name for field in schema.fields if nested_null(field.dataType)]
 
 
 def _fixers(df: Any, source: str) -> list[Any]:
@@ -188,7 +217,7 @@ class FilterFetcher:
     def __init__(self, spark: Any, df: Any) -> None:
         self._df = df
         # DataFrame.toArrow() came with Spark 4.0; before, collect() it is
-        self._arrow = have_pyarrow() and hasattr(df, "toArrow")
+        self._arrow = have_pyarrow() and hasattr(df, "toArrow") and not arrow_unreadable(df.schema)
         try:
             self.num_partitions = int(df.rdd.getNumPartitions())
         except Exception:  # no RDD API (Spark Connect): the highest partition id + 1

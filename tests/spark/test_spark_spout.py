@@ -160,6 +160,26 @@ def test_nested_values_arrive_as_plain_python(spark: Any, mode: str) -> None:
     harness.component.cleanup()
 
 
+@pytest.mark.parametrize("mode", ["auto", *MODES])
+def test_empty_array_and_map_literals_arrive_as_empty(spark: Any, mode: str) -> None:
+    # array() is array<void>, which Arrow refuses: auto and filter fetch rows then
+    class Empty(SparkSpout):
+        fetch = mode
+
+        def source(self, spark):
+            return spark.sql("SELECT 1 AS id, array() AS tags, map() AS attrs")
+
+    harness = SpoutHarness(Empty, name="empty")
+    if mode == "arrow":
+        with pytest.raises(SparkSpoutError, match=r"fetch='arrow' cannot read column\(s\) "
+                                                  r"\['tags', 'attrs'\]: an empty array or map literal"):
+            drive(harness)
+    else:
+        drive(harness)
+        assert [e.values for e in harness.emits] == [[1, [], {}]]
+    harness.component.cleanup()
+
+
 @pytest.mark.parametrize("mode", [m for m in MODES if m != "rows"])  # rows: pyspark's own error
 def test_a_value_python_cannot_hold_names_its_column(spark: Any, mode: str) -> None:
     # "the end of time" of a zone west of UTC is year 10000 in UTC: said as an
