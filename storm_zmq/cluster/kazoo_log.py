@@ -22,7 +22,8 @@ from collections.abc import Callable
 
 from storm_zmq.runtime.error_throttle import ErrorThrottle
 
-__all__ = ["KAZOO_LOGGER", "PER_ATTEMPT_INFO", "RepeatedWarnings", "quiet_repeated_warnings"]
+__all__ = ["KAZOO_LOGGER", "PER_ATTEMPT_INFO", "RedactedAuth", "RepeatedWarnings",
+           "quiet_repeated_warnings"]
 
 #: The logger kazoo's client and connection log to (KazooClient's default).
 KAZOO_LOGGER = "kazoo.client"
@@ -84,10 +85,28 @@ class RepeatedWarnings(logging.Filter):
         return held
 
 
+class RedactedAuth(logging.Filter):
+    """kazoo logs every request at DEBUG, the authentication's too, with the
+    digest's ``user:password`` (``Auth(... auth='storm:s3cret')``): a
+    ``set_log_level ROOT=DEBUG`` and one reconnect put the daemons' ZooKeeper
+    password into a worker's log, which its supervisor's log viewer serves to
+    anyone (a security review). The credential is replaced, the record kept."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and any(
+                type(arg).__name__ == "Auth" for arg in record.args):
+            record.args = tuple(
+                f"Auth(auth_type={arg.auth_type!r}, scheme={arg.scheme!r}, auth=<redacted>)"
+                if type(arg).__name__ == "Auth" else arg for arg in record.args)
+        return True
+
+
 def quiet_repeated_warnings(logger_name: str = KAZOO_LOGGER) -> RepeatedWarnings:
-    """Install a `RepeatedWarnings` on `logger_name` unless one is there already;
-    return the one installed."""
+    """Install a `RepeatedWarnings` on `logger_name` unless one is there already
+    (and a `RedactedAuth`); return the one installed."""
     logger = logging.getLogger(logger_name)
+    if not any(isinstance(existing, RedactedAuth) for existing in logger.filters):
+        logger.addFilter(RedactedAuth())
     for existing in logger.filters:
         if isinstance(existing, RepeatedWarnings):
             return existing

@@ -140,6 +140,7 @@ class Nimbus:
 
     def run(self) -> int:
         self.state.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000)
+        self.state.close_open_nodes()  # auth switched on for a cluster that ran without it
         self._session_ok.set()
         self.state.on_session_change(self._session_changed)
         self.state.register_nimbus(self.id, {"host": socket.gethostname(), "pid": os.getpid(),

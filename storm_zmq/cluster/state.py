@@ -77,6 +77,7 @@ from kazoo.security import (
     ACL,
     CREATOR_ALL_ACL,
     READ_ACL_UNSAFE,
+    Permissions,
     make_digest_acl,
 )
 
@@ -194,6 +195,9 @@ def _digest_acl(auth: tuple[str, str], what: str) -> ACL:
         raise ClusterStateError(f"{what}: only the digest scheme can be granted access to a "
                                 f"topology's nodes, got {scheme!r}")
     user, _, password = payload.partition(":")
+    # ALL, ADMIN included: a worker copies its directories' ACL to the component
+    # directories it makes (`_ensure_inheriting`), and ZooKeeper shows the digests of
+    # an ACL only to a client with ADMIN ("user:x" otherwise, which no one matches)
     return make_digest_acl(user, password, all=True)
 
 
@@ -657,6 +661,37 @@ class ClusterState:
 
     def _zensure(self, path: str) -> None:
         self._wait(self._client.ensure_path_async(path))
+
+    def close_open_nodes(self) -> list[str]:
+        """With daemon credentials (nimbus): give every node under the root that lets
+        anyone write (world ALL, as nodes made before `storm.zookeeper.auth.*` was
+        switched on keep) this client's ACL: creator ALL and world READ, creator ALL
+        under secrets. Without this, auth switched on for a cluster that ran without
+        it protected new nodes only: anyone could still add a topology and code
+        there, which supervisors run. The paths changed (none without auth)."""
+        if self._acl is None:
+            return []
+        closed = []
+        stack = [self.root]
+        secrets = self._path("secrets")
+        while stack:
+            path = stack.pop()
+            try:
+                acls, _ = self._call(lambda p: self._wait(self._client.get_acls_async(p)), path)
+                if any(acl.id.scheme == "world" and acl.perms & ~Permissions.READ for acl in acls):
+                    secret = path.startswith(secrets + "/")
+                    acl = self._secret_acl if secret else self._acl
+                    self._call(lambda p, a: self._wait(self._client.set_acls_async(p, a)), path, acl)
+                    closed.append(path)
+                stack.extend(f"{path}/{child}" for child in self._call(self._zchildren, path))
+            except (NoNodeError, NotAuthorized):
+                continue  # gone meanwhile, or not this client's to read: not world-open
+        if closed:
+            log.warning("%d ZooKeeper node(s) under %s let anyone write (made before "
+                        "storm.zookeeper.auth was switched on): now creator ALL, world READ "
+                        "(%s%s)", len(closed), self.root, ", ".join(closed[:5]),
+                        ", ..." if len(closed) > 5 else "")
+        return closed
 
     def _get(self, path: str) -> Any:
         try:
