@@ -183,8 +183,7 @@ class TaskCollector:
         self._is_spout = executor.is_spout
         self._bolt: Bolt | None = None  # whose auto-anchors emit resolves
         self._error_throttle: ErrorThrottle | None = None  # report_error's, made then
-        self._dropped_direct_throttle: ErrorThrottle | None = None  # _say_dropped_direct's
-        self._dropped_undeclared_throttle: ErrorThrottle | None = None  # _drop_undeclared's
+        self._dropped_throttles: dict[str, ErrorThrottle] = {}  # _warn_dropped's, per kind
         self._said_acked_twice = False
 
     def bind(self, component: Any) -> None:
@@ -290,16 +289,9 @@ class TaskCollector:
         (`emit`), as in Storm 2."""
         if not self._is_spout and tup_id is not None:
             raise TypeError(f"component {self._component!r}: a bolt's emit() takes no tup_id")
-        throttle = self._dropped_undeclared_throttle
-        if throttle is None:
-            throttle = self._dropped_undeclared_throttle = ErrorThrottle(1, DROPPED_WARNING_SECS)
-        verdict = throttle.admit(time.monotonic())
-        if verdict.write:
-            since = (f" ({verdict.held_before:,} more dropped since the last warning)"
-                     if verdict.held_before else "")
-            log.warning("component %r task %d emitted on stream %r, but it declares no "
-                        "streams (no `outputs`), so nothing can subscribe: dropped, as Storm "
-                        "1.x dropped it%s", self._component, self._task, stream, since)
+        self._warn_dropped("undeclared", "component %r task %d emitted on stream %r, but it "
+                           "declares no streams (no `outputs`), so nothing can subscribe: "
+                           "dropped, as Storm 1.x dropped it", self._component, self._task, stream)
         if self._is_spout and tup_id is not None:
             self._executor._deferred_acks.append((self._task, tup_id))  # as with no subscriber
         return [] if need_task_ids else None
@@ -310,17 +302,22 @@ class TaskCollector:
         goes on, where raising here stopped the worker; a tracked spout emit is then
         acked at once, as with no subscriber. Not in silence: a warning, at most one
         per task every `DROPPED_WARNING_SECS`, with the count of those since."""
-        throttle = self._dropped_direct_throttle
+        self._warn_dropped("direct", "component %r task %d: direct emit on stream %r to task %d, "
+                           "which does not subscribe to it (subscribed: %s): dropped, as Storm "
+                           "drops it", self._component, self._task, route.stream, direct_task,
+                           sorted(route.direct_targets))
+
+    def _warn_dropped(self, kind: str, message: str, *args: Any) -> None:
+        """A warning of an emit dropped, at most one of each `kind` per task every
+        `DROPPED_WARNING_SECS`, with the count of those held back since."""
+        throttle = self._dropped_throttles.get(kind)
         if throttle is None:
-            throttle = self._dropped_direct_throttle = ErrorThrottle(1, DROPPED_WARNING_SECS)
+            throttle = self._dropped_throttles[kind] = ErrorThrottle(1, DROPPED_WARNING_SECS)
         verdict = throttle.admit(time.monotonic())
         if verdict.write:
             since = (f" ({verdict.held_before:,} more dropped since the last warning)"
                      if verdict.held_before else "")
-            log.warning("component %r task %d: direct emit on stream %r to task %d, which does "
-                        "not subscribe to it (subscribed: %s): dropped, as Storm drops it%s",
-                        self._component, self._task, route.stream, direct_task,
-                        sorted(route.direct_targets), since)
+            log.warning(message + "%s", *args, since)
 
     def _check_emit(
         self, route: _StreamRoute, values: Sequence[Any], targets: Sequence[int],
