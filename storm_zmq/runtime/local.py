@@ -223,7 +223,7 @@ def _who_holds(port: int) -> str | None:
                 return (f"a cluster's worker holds it (pid {pid}, {directory.name}): stop it "
                         f"with `storm-zmq kill_workers -o storm.local.dir={local_dir}`")
     except OSError:  # no /proc (not Linux): the plain message
-        return None
+        pass
     return None
 
 

@@ -89,10 +89,12 @@ class RunStats:
         coming."""
         totals = self.totals()
         pending = sum(t["pending"] for t in totals.values())
-        queued = (sum(t["queued"] for t in totals.values())
-                  + sum(r.get("transfer_queued", 0) + r.get("sending", 0) for r in self.latest.values())
-                  + self.in_transit())
+        queued = sum(t["queued"] for t in totals.values()) + self._held_by_send_threads() + self.in_transit()
         return pending, queued
+
+    def _held_by_send_threads(self) -> int:
+        """Task messages in the workers' transfer queues or being sent."""
+        return sum(r.get("transfer_queued", 0) + r.get("sending", 0) for r in self.latest.values())
 
     def waited_for(self) -> str:
         """Which components a drain waits for, as last reported: the spouts whose
@@ -102,9 +104,8 @@ class RunStats:
         totals = self.totals()
         pending = [f"{name} {t['pending']:,}" for name, t in sorted(totals.items()) if t["pending"]]
         queued = [f"{name} {t['queued']:,}" for name, t in sorted(totals.items()) if t["queued"]]
-        between = self.backlog()[1] - sum(t["queued"] for t in totals.values())
-        if self.reconnects():  # what is in transit then is lost, and `undrained` says so
-            between -= self.in_transit()
+        # what is in transit after a reconnect is lost, and `undrained` says so
+        between = self._held_by_send_threads() + (0 if self.reconnects() else self.in_transit())
         parts = []
         if pending:
             parts.append(f"trees pending at {', '.join(pending)}")
