@@ -336,14 +336,15 @@ class ValueCodec:
         """msgpack's unpackb with this codec's types. Arrays come back as lists
         (msgpack has one array type), except as map keys, where a list cannot be
         one: a map with array keys (a dict keyed by tuples) takes a second, slower
-        decode that gives those keys as tuples; only such data pays it. (Not
-        `_map_of_pairs` here, as a registered value's data has: that hook runs for
-        every map, and a tracked payload has a roots map per tuple.)"""
+        decode whose maps are built by `_map_of_pairs`, as a registered value's data
+        is, which makes those keys tuples; only such data pays it. (Not the hook in
+        the first decode: it runs for every map, and a tracked payload has a roots
+        map per tuple.)"""
         try:
             return msgpack.unpackb(data, use_list=True, strict_map_key=False, ext_hook=self.decode)
         except TypeError:  # an array as a map key
-            return _lists_but_keys(msgpack.unpackb(data, use_list=False, strict_map_key=False,
-                                                  ext_hook=self.decode))
+            return msgpack.unpackb(data, use_list=True, strict_map_key=False,
+                                   object_pairs_hook=_map_of_pairs, ext_hook=self.decode)
 
     def _nest(self, limit_error: type[Exception]) -> None:
         """One level deeper into registered values, in this thread. Each level is a
@@ -365,7 +366,7 @@ class ValueCodec:
                                    f"raised {exc!r}") from None
         self._nest(UnsupportedValue)
         try:
-            return _ext(kind.code, msgpack.packb(data, default=self.encode))
+            return _ext(kind.code, self.packb(data))
         except UnsupportedValue:
             raise
         except (TypeError, ValueError, OverflowError) as exc:
@@ -414,16 +415,6 @@ def _key(key: Any) -> Any:
             if not todo:
                 return tuple(made)
             todo[-1][1].append(tuple(made))
-
-
-def _lists_but_keys(value: Any) -> Any:
-    """`value` decoded with arrays as tuples, made as `ValueCodec.unpackb` gives it:
-    every array a list, except as a map key."""
-    if type(value) is tuple:
-        return [_lists_but_keys(item) for item in value]
-    if type(value) is dict:
-        return {key: _lists_but_keys(item) for key, item in value.items()}
-    return value
 
 
 def _name(kind: type) -> str:
