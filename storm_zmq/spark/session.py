@@ -369,9 +369,10 @@ def value_fixer(dtype: Any, source: str) -> Fixer | None:
     from pyspark.sql import types as T
 
     if isinstance(dtype, T.TimestampType):
-        # An instant, which each source gives its own way: pyarrow in the session's
-        # time zone, pickled Rows naive in this process's local time (the same
-        # instant; astimezone reads a naive one as local time, fold included)
+        # An instant, which each source gives its own way: pyarrow with the UTC
+        # zone the Arrow schema names (maybe as a pytz zone, which tuples refuse),
+        # pickled Rows naive in this process's local time (the same instant;
+        # astimezone reads a naive one as local time, fold included)
         return _in_utc
     if isinstance(dtype, T.BinaryType) and source == "rows":
         return lambda v: None if v is None else bytes(v)
