@@ -83,6 +83,35 @@ class Setting:
 
 _PORT = {"minimum": 1, "maximum": 65535}
 
+#: The knobs both socket transports have, with one meaning: written once, each
+#: transport gets them under its own prefix (``storm.messaging.zmq.min_wait_ms``).
+_SOCKET_TRANSPORT_SETTINGS: dict[str, Setting] = {
+    "min_wait_ms": Setting(100, "int", "Reconnect backoff, first wait.", minimum=1),
+    "max_wait_ms": Setting(1000, "int", "Reconnect backoff cap.", minimum=1),
+    "keepalive.secs": Setting(
+        60, "int", "A connection idle this long gets TCP keepalive probes (4, a quarter "
+        "of this apart), and one with data in flight is given that long twice for it to "
+        "be acknowledged (TCP_USER_TIMEOUT), so that one whose peer's host vanished "
+        "without closing it is dropped in about twice this time instead of held for "
+        "ever (idle) or about 15 minutes (sending); 0 turns both off. At most 32767 "
+        "(Linux's bound).", minimum=0, maximum=32767),
+    "transfer.batch.size": Setting(
+        262144, "int", "Target frame size in bytes; larger batches are split.",
+        minimum=1),
+    "max.frame.size": Setting(
+        16777216, "int", "Hard frame size limit in bytes; bigger frames are refused "
+        "on both ends.", minimum=1),
+    "send.timeout.ms": Setting(
+        -1, "int", "How long send() blocks while the peer applies backpressure before "
+        "raising SendTimeout; -1 blocks, 0 sends only what needs no wait.", minimum=-1),
+}
+
+
+def _socket_transport_settings(transport: str) -> dict[str, Setting]:
+    return {f"storm.messaging.{transport}.{suffix}": setting
+            for suffix, setting in _SOCKET_TRANSPORT_SETTINGS.items()}
+
+
 SCHEMA: dict[str, Setting] = {
     # --- transport selection -------------------------------------------------------
     "storm.messaging.transport": Setting(
@@ -97,13 +126,10 @@ SCHEMA: dict[str, Setting] = {
         "High-water mark in batches (frames) per socket and direction; bounds memory "
         "and turns a slow peer into backpressure (0, unlimited in ZeroMQ, is refused).",
         minimum=1),
+    **_socket_transport_settings("zmq"),
     "storm.messaging.zmq.linger.millis": Setting(
         500, "int", "How long close() may keep flushing unsent frames; finite so that "
         "shutdown is bounded.", minimum=0),
-    "storm.messaging.zmq.min_wait_ms": Setting(
-        100, "int", "Reconnect backoff, first wait.", minimum=1),
-    "storm.messaging.zmq.max_wait_ms": Setting(
-        1000, "int", "Reconnect backoff cap.", minimum=1),
     "storm.messaging.zmq.heartbeat.ivl.ms": Setting(
         0, "int", "Interval between ZMTP heartbeats that detect dead peers; 0, the "
         "default, sends none: with them libzmq 4.3 can abort a worker that stalled past "
@@ -112,22 +138,6 @@ SCHEMA: dict[str, Setting] = {
     "storm.messaging.zmq.heartbeat.timeout.ms": Setting(
         10000, "int", "A peer silent this long is considered dead and reconnected "
         "(ZeroMQ caps it at 6553500).", minimum=1, maximum=6553500),
-    "storm.messaging.zmq.keepalive.secs": Setting(
-        60, "int", "A connection idle this long gets TCP keepalive probes (4, a quarter "
-        "of this apart), and one with data in flight is given that long twice for it to "
-        "be acknowledged (TCP_USER_TIMEOUT), so that one whose peer's host vanished "
-        "without closing it is dropped in about twice this time instead of held for "
-        "ever (idle) or about 15 minutes (sending); 0 turns both off. At most 32767 "
-        "(Linux's bound).", minimum=0, maximum=32767),
-    "storm.messaging.zmq.transfer.batch.size": Setting(
-        262144, "int", "Target frame size in bytes; larger batches are split.",
-        minimum=1),
-    "storm.messaging.zmq.max.frame.size": Setting(
-        16777216, "int", "Hard frame size limit in bytes; bigger frames are refused "
-        "on both ends.", minimum=1),
-    "storm.messaging.zmq.send.timeout.ms": Setting(
-        -1, "int", "How long send() blocks while the peer applies backpressure before "
-        "raising SendTimeout; -1 blocks, 0 sends only what needs no wait.", minimum=-1),
     "storm.messaging.zmq.curve": Setting(
         False, "bool", "Encrypt and authenticate worker-to-worker traffic with CURVE; "
         "the key pair is made per topology at submit and reaches workers through "
@@ -138,26 +148,7 @@ SCHEMA: dict[str, Setting] = {
         "Keep it at 64 KiB or more: below loopback's segment size (about 64 KiB) TCP "
         "crawls at tens of KB/s between workers of one host.",
         minimum=0),
-    "storm.messaging.tcp.min_wait_ms": Setting(
-        100, "int", "Reconnect backoff, first wait.", minimum=1),
-    "storm.messaging.tcp.max_wait_ms": Setting(
-        1000, "int", "Reconnect backoff cap.", minimum=1),
-    "storm.messaging.tcp.keepalive.secs": Setting(
-        60, "int", "A connection idle this long gets TCP keepalive probes (4, a quarter "
-        "of this apart), and one with data in flight is given that long twice for it to "
-        "be acknowledged (TCP_USER_TIMEOUT), so that one whose peer's host vanished "
-        "without closing it is dropped in about twice this time instead of held for "
-        "ever (idle) or about 15 minutes (sending); 0 turns both off. At most 32767 "
-        "(Linux's bound).", minimum=0, maximum=32767),
-    "storm.messaging.tcp.transfer.batch.size": Setting(
-        262144, "int", "Target frame size in bytes; larger batches are split.",
-        minimum=1),
-    "storm.messaging.tcp.max.frame.size": Setting(
-        16777216, "int", "Hard frame size limit in bytes; bigger frames are refused "
-        "on both ends.", minimum=1),
-    "storm.messaging.tcp.send.timeout.ms": Setting(
-        -1, "int", "How long send() blocks while the peer applies backpressure before "
-        "raising SendTimeout; -1 blocks, 0 sends only what needs no wait.", minimum=-1),
+    **_socket_transport_settings("tcp"),
     "storm.messaging.tcp.connect.timeout.ms": Setting(
         2000, "int", "Bound on one connection attempt before backing off and retrying.",
         minimum=1),
@@ -165,13 +156,14 @@ SCHEMA: dict[str, Setting] = {
         False, "bool", "Mutual challenge-response (HMAC-SHA256) with the topology's "
         "secret before a tcp connection carries frames (the idea of Storm's "
         "storm.messaging.netty.authentication)."),
-    # --- node ----------------------------------------------------------------------
+    # --- in-process transport -----------------------------------------------------
     "storm.messaging.local.hwm": Setting(
         256, "int", "Batches queued per bound port of the in-process transport before "
         "senders block.", minimum=1),
     "storm.messaging.local.send.timeout.ms": Setting(
         -1, "int", "How long send() blocks on a full or unbound in-process port before "
         "raising SendTimeout (-1 = block, 0 = send only what needs no wait).", minimum=-1),
+    # --- node ----------------------------------------------------------------------
     "supervisor.slots.ports": Setting(
         [6700, 6701, 6702, 6703], "list[int]",
         "Worker slots of this node: one worker process per port, which it binds for "
