@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make ./.venv hold this project with its test extras, (re)installing only when
-# setup.cfg changed. Sourced by scripts/main.sh and scripts/test.sh, so the README's
+# setup.cfg or constraints.txt (the versions pinned) changed. Sourced by scripts/main.sh and scripts/test.sh, so the README's
 # two commands work on a fresh machine. Prints the venv's python on stdout.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,12 +16,12 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv" >&2
 fi
 stamp="$venv/.storm-zmq-installed"
-want=$(cat "$root/setup.cfg" "$root/pyproject.toml" | sha256sum | cut -d' ' -f1)
+want=$(cat "$root/setup.cfg" "$root/pyproject.toml" "$root/constraints.txt" | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     echo "installing storm-zmq and its dependencies into $venv (first run takes a few minutes)" >&2
     log="$venv/install.log"
     if ! { "$venv/bin/python" -m pip install --upgrade pip \
-           && "$venv/bin/python" -m pip install -e "$root[test]"; } > "$log" 2>&1; then
+           && "$venv/bin/python" -m pip install -c "$root/constraints.txt" -e "$root[test]"; } > "$log" 2>&1; then
         tail -n 40 "$log" >&2
         echo "installing storm-zmq failed; the whole log is $log" >&2
         exit 1

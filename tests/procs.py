@@ -15,6 +15,10 @@ class Proc:
     state: str  # "R", "S", ..., "Z" for a zombie (exited, not reaped yet)
     start_time: int  # clock ticks after boot
     command: bytes  # the command line, arguments separated by NUL bytes
+    cpu_secs: float  # user and system CPU time so far
+
+
+_TICKS_PER_SEC = os.sysconf("SC_CLK_TCK")
 
 
 def processes() -> list[Proc]:
@@ -30,8 +34,10 @@ def processes() -> list[Proc]:
                 command = cmdline.read()
         except OSError:  # gone meanwhile
             continue
-        # after "pid (comm) ": state ppid pgrp session ... starttime is the 20th
+        # after "pid (comm) ": state ppid pgrp session ... utime, stime are the 12th
+        # and 13th, starttime the 20th
         fields = data[data.rindex(b")") + 2:].split()
         found.append(Proc(int(entry), int(fields[1]), int(fields[3]), fields[0].decode(),
-                          int(fields[19]), command))
+                          int(fields[19]), command,
+                          (int(fields[11]) + int(fields[12])) / _TICKS_PER_SEC))
     return sorted(found, key=lambda p: (p.start_time, p.pid))

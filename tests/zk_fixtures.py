@@ -19,6 +19,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from storm_zmq.cluster import ClusterState
+from tests.machine import missing
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "zookeeper.sh"
 JAR = Path("/usr/share/java/zookeeper.jar")
@@ -61,16 +62,10 @@ class ZooKeeperServer:
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
     installed = JAR.exists() and shutil.which("java") is not None
     if not installed and os.geteuid() != 0:
-        pytest.skip("ZooKeeper tests need Java and Debian's zookeeper package "
-                    "(apt-get install zookeeper), and cannot install them without root")
+        missing("ZooKeeper tests need Java and Debian's zookeeper package "
+                "(apt-get install zookeeper)")
     server = ZooKeeperServer(free_port(), tmp_path_factory.mktemp("zookeeper"))
-    try:
-        server.start()
-    except RuntimeError as exc:
-        if not installed:
-            pytest.skip(f"Debian's zookeeper package is missing and could not be "
-                        f"installed: {exc}")
-        raise
+    server.start()  # as root, scripts/zookeeper.sh installs the package if need be
     yield server
     server.stop()
 

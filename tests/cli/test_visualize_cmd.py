@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from storm_zmq.cli.main import main
+from tests.machine import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDCOUNT = str(ROOT / "topologies" / "wordcount.py")
@@ -77,7 +78,7 @@ def test_a_bare_name_is_the_topology_of_topologies_as_sparse_n_found_it(
 @pytest.mark.parametrize(("suffix", "magic"), [(".png", b"\x89PNG"), (".svg", b"<?xml")])
 def test_an_image_suffix_is_drawn_by_graphviz(tmp_path: Path, suffix: str, magic: bytes) -> None:
     if shutil.which("dot") is None:
-        pytest.skip("Graphviz's dot is not installed on this machine (scripts/system-deps.sh installs graphviz as root)")
+        missing("Graphviz's dot is not installed on this machine")
     out = tmp_path / f"graph{suffix}"
     assert main(["visualize", WORDCOUNT, "-o", str(out)]) == 0
     assert out.read_bytes().startswith(magic)

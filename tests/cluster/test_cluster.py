@@ -447,7 +447,7 @@ def test_deactivate_activate_and_rebalance(cluster: Cluster) -> None:
     assert header.split() == ["time", "component", "kind", "executors", "+emitted", "per", "second"]
     assert [line.split()[1:3] for line in lines] == [["numbers", "spout"]] * 2, monitor.stdout
     rates = [float(line.split()[-1].replace(",", "")) for line in lines]
-    assert all(80 <= rate <= 300 for rate in rates), monitor.stdout
+    assert all(50 <= rate <= 400 for rate in rates), monitor.stdout  # 200 a second, give or take a busy machine
     cluster.cli("deactivate", "ClusterIds")
     assert "inactive" in cluster.cli("list").stdout
 

@@ -198,7 +198,7 @@ def test_a_read_that_hangs_is_a_503_within_the_deadline() -> None:
         time.sleep(0.2)  # the read has now run over the deadline: refused without waiting
         started = time.monotonic()
         status, _, body = get(server.url + "metrics")
-        assert status == 503 and time.monotonic() - started < 0.5
+        assert status == 503 and time.monotonic() - started < 0.9  # not the 1 s deadline
         assert json.loads(body)["error"].startswith("no answer for 1 s: still reading ZooKeeper")
         source.release.set()  # the read ends (its answer dropped): served again
         wait_for(lambda: get(server.url + "api/topologies")[0] == 200, "answers again", timeout=10)

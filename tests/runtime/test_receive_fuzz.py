@@ -416,13 +416,28 @@ def test_a_worker_under_hostile_input_keeps_delivering_and_counts_each_kind(
     attacker: list[threading.Thread] = []
     errors: list[BaseException] = []
 
-    def on_started(_stats: Any) -> None:
+    attacked = tmp_path / "attacked"  # the spouts go on until the attack is counted
+    expected = attack.expected()
+    worker_kinds = {k: expected[k] for k in ("unknown_task", "control", "tuple")}
+
+    def counted(report: dict[str, Any]) -> bool:
+        stats = report.get("transport", {})
+        return (report.get("refused") == worker_kinds
+                and stats.get("refused_malformed") == expected["malformed"]
+                and (stats.get("refused_truncated") == 1 if transport == "tcp"
+                     else stats.get("disconnects", 0) >= 1))
+
+    def on_started(stats: Any) -> None:
         def run() -> None:
             try:
-                time.sleep(0.3)  # let good traffic start
                 (attack_zmq if transport == "zmq" else attack_tcp)(ports[0], attack)
+                deadline = time.monotonic() + 30
+                while not counted(stats.latest.get(0, {})) and time.monotonic() < deadline:
+                    time.sleep(0.05)  # poll the live reports, with a deadline
             except BaseException as exc:  # reported by the test, not lost in a thread
                 errors.append(exc)
+            finally:
+                attacked.touch()
 
         thread = threading.Thread(target=run, name="attacker", daemon=True)
         attacker.append(thread)
@@ -434,12 +449,13 @@ def test_a_worker_under_hostile_input_keeps_delivering_and_counts_each_kind(
         progress=False, on_started=on_started,
         overrides={
             "supervisor.slots.ports": ports, "test.output_dir": str(tmp_path),
-            "test.count": COUNT, "test.rate": RATE,
+            "test.count": COUNT, "test.rate": RATE, "test.exhausted_after": str(attacked),
             f"storm.messaging.{transport}.max.frame.size": MAX_FRAME,
         },
     )
     result = run_local(options, out)
     attacker[0].join(10)
+    assert not attacker[0].is_alive(), "the attack did not end"
     assert not errors, errors
     summary = out.getvalue()
     assert result.exit_code == 0, summary + capfd.readouterr().err
@@ -450,8 +466,6 @@ def test_a_worker_under_hostile_input_keeps_delivering_and_counts_each_kind(
 
     # every kind counted exactly, in worker 0's stats
     report = result.stats.latest[0]
-    expected = attack.expected()
-    worker_kinds = {k: expected[k] for k in ("unknown_task", "control", "tuple")}
     assert report["refused"] == worker_kinds
     assert report["components"]["relay"]["malformed"] == expected["tuple"]
     stats = report["transport"]
@@ -497,21 +511,27 @@ def test_hostile_system_stream_tuples_do_not_kill_a_running_worker(tmp_path: Pat
     messages = [TaskMessage(task_of[component], payload)
                 for component, payloads in HOSTILE_SYSTEM_TUPLES.items() for payload in payloads]
     errors: list[BaseException] = []
+    attacked = tmp_path / "attacked"  # the spouts go on until the attack is counted
 
-    def on_started(_stats: Any) -> None:
+    def on_started(stats: Any) -> None:
         def run() -> None:
             try:
                 context = zmq.Context()
                 push = context.socket(zmq.PUSH)
                 push.setsockopt(zmq.LINGER, 5000)
                 push.connect(f"tcp://127.0.0.1:{ports[0]}")
-                time.sleep(0.3)
                 for frame, _ in encode_batch(messages, 1 << 18, 1 << 24):
                     push.send(bytes(frame))
                 push.close()
-                context.term()
+                context.term()  # returns once the frames are sent (linger)
+                deadline = time.monotonic() + 30
+                while (stats.latest.get(0, {}).get("refused", {}).get("tuple") != len(messages)
+                       and time.monotonic() < deadline):
+                    time.sleep(0.05)  # poll the live reports, with a deadline
             except BaseException as exc:
                 errors.append(exc)
+            finally:
+                attacked.touch()
 
         threading.Thread(target=run, name="attacker", daemon=True).start()
 
@@ -520,7 +540,7 @@ def test_hostile_system_stream_tuples_do_not_kill_a_running_worker(tmp_path: Pat
         topology_file=str(TOPOLOGY), conf=dict(DEFAULTS), workers=2, progress=False,
         on_started=on_started,
         overrides={"supervisor.slots.ports": ports, "test.output_dir": str(tmp_path),
-                   "test.count": COUNT, "test.rate": RATE},
+                   "test.count": COUNT, "test.rate": RATE, "test.exhausted_after": str(attacked)},
     ), out)
     assert not errors, errors
     assert result.exit_code == 0, f"{result.reason}\n{out.getvalue()}"

@@ -337,7 +337,10 @@ def test_a_component_blocked_in_a_thread_of_its_own_is_named_and_a_poller_is_not
     def process_that_blocks() -> None:  # this file is the user's code here
         release.wait(30)
 
+    polls = [0]
+
     def poll_once(_: object) -> None:  # called by C code (map): a new frame each call
+        polls[0] += 1
         if release.wait(0.005):
             raise StopIteration
 
@@ -355,7 +358,9 @@ def test_a_component_blocked_in_a_thread_of_its_own_is_named_and_a_poller_is_not
         with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.worker"):
             for now in range(100, 100 + int(HOLD_NOTICE_SECS + HOLD_NOTICE_REPEAT_SECS) + 1):
                 Worker._say_who_is_stuck_alone(worker, float(now))  # type: ignore[arg-type]
-                time.sleep(0.01)  # the poller makes new calls meanwhile
+                made, deadline = polls[0], time.monotonic() + 10
+                while polls[0] < made + 2 and time.monotonic() < deadline:
+                    time.sleep(0.001)  # until the poller made a new call meanwhile
         said = [r.getMessage() for r in caplog.records]
         assert len(said) == 2, said
         first, again = said

@@ -16,6 +16,7 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
+from tests.procs import Proc, processes
 from tests.scripts.scripts import import_script
 
 REPO = Path(__file__).resolve().parents[2]
@@ -249,10 +250,11 @@ def test_ctrl_c_stops_the_benchmark_and_reports_nothing(tmp_path: Path) -> None:
         start_new_session=True)  # its own process group, as a terminal's job
     try:
         deadline = time.monotonic() + 40
-        while not _workers_in_session(process.pid):
-            assert time.monotonic() < deadline and process.poll() is None, "no worker started"
-            time.sleep(0.2)
-        time.sleep(1)  # the run is under way (its worker up), then a terminal's Ctrl-C
+        # the run is under way once its worker has used a second of CPU (its start-up
+        # takes a fraction of that); then a terminal's Ctrl-C
+        while sum(p.cpu_secs for p in _workers_in_session(process.pid)) < 1.0:
+            assert time.monotonic() < deadline and process.poll() is None, "no worker ran"
+            time.sleep(0.1)
         os.killpg(process.pid, signal.SIGINT)
         out, err = process.communicate(timeout=40)
     finally:
@@ -263,16 +265,9 @@ def test_ctrl_c_stops_the_benchmark_and_reports_nothing(tmp_path: Path) -> None:
     assert "words/s" not in out and not report_file.exists()
 
 
-def _workers_in_session(session: int) -> list[int]:
+def _workers_in_session(session: int) -> list[Proc]:
     """Worker processes (multiprocessing's spawn_main) of the session `session`."""
-    found = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if b"spawn_main" in (proc / "cmdline").read_bytes() and os.getsid(int(proc.name)) == session:
-                found.append(int(proc.name))
-        except (OSError, ValueError):
-            continue
-    return found
+    return [p for p in processes() if b"spawn_main" in p.command and p.session == session]
 
 
 def test_zmq_over_tcp_is_paired_within_each_round(bench: ModuleType) -> None:

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.machine import missing
+
 
 def have_java() -> bool:
     home = os.environ.get("JAVA_HOME")
@@ -20,7 +22,7 @@ def have_java() -> bool:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     if not have_java():
-        pytest.skip("no Java runtime: Spark cannot start")
+        missing("no Java runtime: Spark cannot start")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.machine import missing
 from tests.messaging.conftest import free_port
 from tests.runtime.test_tuning import _cpu_list
 from tests.spark.conftest import have_java
@@ -154,7 +155,7 @@ def test_a_source_that_raises_stops_the_run_with_exit_1_and_the_cause(tmp_path: 
 def test_an_unreachable_spark_master_stops_the_run_in_seconds(tmp_path: Path) -> None:
     # Spark itself gives such a master a minute; the spout's connect check, seconds.
     if not have_java():
-        pytest.skip("no Java runtime: the Java check would stop the run first")
+        missing("no Java runtime: the Java check would stop the run first")
     master = f"spark://127.0.0.1:{free_port()}"  # nothing listens there
     started = time.monotonic()
     result = run(tmp_path, "-o", f"spark.master={master}", workers=1, timeout=30)

@@ -202,7 +202,7 @@ def test_next_tuple_never_waits_for_a_slow_fetch() -> None:
     harness = SpoutHarness(SlowSpout)
     started = time.monotonic()
     harness.next_tuple(50)
-    assert time.monotonic() - started < 0.5 and not harness.emits
+    assert time.monotonic() - started < 5 and not harness.emits  # not the fetch's 10 s
     release.set()
     drive(harness)
     assert len(harness.emits) == len(ALL_ROWS)

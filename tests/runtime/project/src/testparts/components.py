@@ -26,8 +26,10 @@ def write_output(conf, name: str, data) -> None:
 
 class NumberSpout(Spout):
     """Emits ids 0..test.count-1 once each, with the id as tup_id; re-emits failed
-    ids; reports exhausted once everything was acked. With test.text.bytes, each
-    id's text is that many characters (so that a few tuples fill a buffer)."""
+    ids; reports exhausted once everything was acked, and once the file
+    test.exhausted_after exists when that is set (so that a test can keep the run going
+    until what it does beside it is done). With test.text.bytes, each id's text is that
+    many characters (so that a few tuples fill a buffer)."""
 
     outputs = ["id", "text"]
 
@@ -64,13 +66,17 @@ class NumberSpout(Spout):
         if i is None:
             if self.drained_at is None:
                 self.drained_at = time.time()
-            if not self.outstanding and not self.reported:
+            if not self.outstanding and not self.reported and self._may_end():
                 self.reported = True
                 self.report_exhausted()
             return
         self.outstanding += 1
         self.max_outstanding = max(self.max_outstanding, self.outstanding)
         self.emit([i, self.texts[i % len(self.texts)]], tup_id=i)
+
+    def _may_end(self):
+        flag = self.conf.get("test.exhausted_after")
+        return flag is None or os.path.exists(flag)
 
     def ack(self, tup_id):
         self.outstanding -= 1
