@@ -205,12 +205,13 @@ def test_leader_election_fails_over(make_state: Factory, raw_client: KazooClient
     assert first.leader() is None
     leading: list[str] = []
     release = threading.Event()
+    raised: dict[str, Exception] = {}
 
     def contend(state: ClusterState, name: str) -> None:
         try:
             state.run_as_leader(name, lambda: (leading.append(name), release.wait(20)))
-        except Exception:  # the first contender's client is stopped under it
-            pass
+        except Exception as exc:  # the first contender's client is stopped under it
+            raised[name] = exc
 
     threads = [threading.Thread(target=contend, args=(first, "nimbus-a"), daemon=True)]
     threads[0].start()
@@ -228,6 +229,8 @@ def test_leader_election_fails_over(make_state: Factory, raw_client: KazooClient
     release.set()
     for thread in threads:
         thread.join(timeout=10)
+    assert not any(thread.is_alive() for thread in threads)
+    assert "nimbus-b" not in raised, raised  # only the stopped one may have raised
     wait_for(lambda: second.leader() is None, what="leadership to be given up")
 
 

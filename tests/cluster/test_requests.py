@@ -1,0 +1,118 @@
+"""The pure records and messages of Storm's topology actions (storm_zmq.cluster.requests);
+the command line and the UI that use them are tested with real daemons in
+tests/cluster/test_commands.py and tests/metrics/test_ui.py."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from storm_zmq.cluster.requests import (
+    ActionRefused,
+    Outcome,
+    kill_request,
+    rebalance_request,
+    seconds,
+    status_request,
+)
+
+NOW = 1_000.0
+
+
+def record(**changes: Any) -> dict[str, Any]:
+    return {"status": "active", "num_workers": 2,
+            "conf": {"topology.message.timeout.secs": 30}, **changes}
+
+
+@pytest.mark.parametrize(("value", "expected"), [(0, 0.0), ("2.5", 2.5), (7, 7.0), ("0", 0.0)])
+def test_seconds_takes_a_number_or_its_text(value: Any, expected: float) -> None:
+    assert seconds(value, "-w") == expected
+
+
+@pytest.mark.parametrize("value", [-1, "-0.5", "soon", None, True, math.inf, "nan", 10**400, [3]])
+def test_seconds_refuses_what_is_no_finite_number_of_seconds_naming_the_option(value: Any) -> None:
+    with pytest.raises(ValueError, match=r"^-w must be a number of seconds >= 0, got "):
+        seconds(value, "-w")
+
+
+def test_positive_seconds_refuse_zero() -> None:
+    assert seconds("0.1", "wait", positive=True) == 0.1
+    with pytest.raises(ValueError, match="wait must be a number of seconds > 0, got 0"):
+        seconds(0, "wait", positive=True)
+
+
+def test_a_kill_waits_the_message_timeout_unless_told_and_may_be_repeated() -> None:
+    outcome = Outcome()
+    killed = kill_request("wc", "wc-1-100", record(), None, NOW, outcome)
+    assert (killed["status"], killed["kill_wait"], killed["kill_at"]) == ("killed", 30.0, NOW + 30)
+    assert killed["num_workers"] == 2  # the rest of the record is kept
+    assert outcome.message == ("killed 'wc' (wc-1-100): deactivated; nimbus removes it 30 s "
+                               "after it sees the kill")
+    again = kill_request("wc", "wc-1-100", killed, 0.5, NOW + 1, outcome)
+    assert (again["kill_wait"], again["kill_at"]) == (0.5, NOW + 1.5)
+    assert outcome.message.startswith("killed again 'wc'")
+
+
+def test_a_kill_of_a_record_without_conf_waits_the_default_timeout() -> None:
+    killed = kill_request("wc", "wc-1", {"status": "active", "conf": None}, None, NOW, Outcome())
+    assert killed["kill_wait"] == 30.0  # Storm's topology.message.timeout.secs
+
+
+@pytest.mark.parametrize("status", ["active", "inactive"])
+def test_a_status_is_set_or_kept_for_after_a_rebalance(status: str) -> None:
+    outcome = Outcome()
+    assert status_request("wc", record(), status, outcome)["status"] == status
+    assert outcome.message == f"'wc' is {status}"
+    during = status_request("wc", record(status="rebalancing"), status, outcome)
+    assert (during["status"], during["rebalance_status"]) == ("rebalancing", status)
+    assert outcome.message == f"'wc' is rebalancing: it becomes {status} afterwards"
+
+
+def test_a_status_that_storm_does_not_have_is_refused() -> None:
+    with pytest.raises(ValueError, match="a status is active or inactive, not 'paused'"):
+        status_request("wc", record(), "paused", Outcome())
+
+
+@pytest.mark.parametrize("act", [
+    lambda r: status_request("wc", r, "active", Outcome()),
+    lambda r: rebalance_request("wc", r, None, None, NOW, Outcome()),
+])
+def test_a_killed_topology_takes_no_other_action(act: Any) -> None:
+    with pytest.raises(ActionRefused, match="topology 'wc' was killed and is being removed"):
+        act(record(status="killed"))
+
+
+def test_a_rebalance_records_its_wait_workers_and_the_status_to_return_to() -> None:
+    outcome = Outcome()
+    asked = rebalance_request("wc", record(status="inactive"), 5, 3, NOW, outcome)
+    assert {k: asked[k] for k in ("status", "rebalance_wait", "rebalance_status",
+                                  "rebalance_workers", "rebalance_requested")} == {
+        "status": "rebalancing", "rebalance_wait": 5, "rebalance_status": "inactive",
+        "rebalance_workers": 3, "rebalance_requested": NOW}
+    assert outcome.workers == 3
+    assert outcome.message == ("rebalancing 'wc' over 3 workers: deactivated; nimbus reassigns "
+                               "it 5 s after it sees the request, then makes it inactive again")
+
+
+def test_a_rebalance_over_a_rebalance_keeps_the_status_and_workers_from_before() -> None:
+    first = rebalance_request("wc", record(status="inactive"), None, 4, NOW, Outcome())
+    outcome = Outcome()
+    second = rebalance_request("wc", first, 1, None, NOW + 1, outcome)
+    assert (second["rebalance_status"], second["rebalance_workers"]) == ("inactive", 4)
+    assert second["rebalance_wait"] == 1 and second["rebalance_requested"] != first["rebalance_requested"]
+    assert outcome.workers == 4
+
+
+def test_a_rebalance_without_a_worker_count_keeps_the_topologys_own() -> None:
+    outcome = Outcome()
+    asked = rebalance_request("wc", record(), None, None, NOW, outcome)
+    assert (asked["rebalance_workers"], asked["rebalance_wait"], outcome.workers) == (2, 30.0, 2)
+    assert asked["rebalance_status"] == "active"
+
+
+@pytest.mark.parametrize("workers", [0, -2])
+def test_a_rebalance_to_fewer_than_one_worker_is_refused(workers: int) -> None:
+    with pytest.raises(ActionRefused, match=f"at least 1, got {workers}"):
+        rebalance_request("wc", record(), None, workers, NOW, Outcome())
