@@ -65,13 +65,15 @@ sys.path.insert(0, str(REPO / "src"))
 from spouts.sentences import TEXT  # noqa: E402  (the word count's own sentences)
 from storm_zmq.component import Tuple  # noqa: E402
 from storm_zmq.config import DEFAULTS  # noqa: E402
+from storm_zmq.runtime.acker_executor import AckerExecutor  # noqa: E402
 from storm_zmq.runtime.acking import (  # noqa: E402
     ACKER_INIT_STREAM_ID,
     acker_index,
     spout_emit_ids,
 )
 from storm_zmq.runtime.assignment import ACKER, WorkerSlot, acker_executors, assign  # noqa: E402
-from storm_zmq.runtime.executor import AckerExecutor, BoltExecutor, Executor  # noqa: E402
+from storm_zmq.runtime.bolt_executor import BoltExecutor  # noqa: E402
+from storm_zmq.runtime.executor import Executor  # noqa: E402
 from storm_zmq.runtime.serialization import TupleId  # noqa: E402
 from storm_zmq.runtime.tuning import tune_gc  # noqa: E402
 from storm_zmq.runtime.worker import WorkerState  # noqa: E402

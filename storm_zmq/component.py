@@ -46,7 +46,7 @@ class Collector(Protocol):
     `emit` takes `Bolt.emit`'s parameters, names and order, with the spout's
     `tup_id` last, and `ack` takes `Bolt.ack`'s: so a runtime may give a bolt its
     collector's methods as its own and save a Python call per tuple
-    (`storm_zmq.runtime.executor.TaskCollector.bind`); one that does resolves the
+    (`storm_zmq.runtime.collector.TaskCollector.bind`); one that does resolves the
     bolt's auto-anchors itself when `anchors` is None (`Bolt._auto_anchors`), as
     `Bolt.emit` would."""
 

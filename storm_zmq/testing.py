@@ -54,7 +54,7 @@ from storm_zmq.component import (
     report_and_carry_on,
 )
 from storm_zmq.config import DEFAULTS
-from storm_zmq.runtime.executor import not_a_tuple_id
+from storm_zmq.runtime.collector import not_a_tuple_id
 from storm_zmq.runtime.serialization import check_decodes, encode_tuple
 from storm_zmq.topology.registrations import load_codec
 

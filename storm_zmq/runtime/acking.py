@@ -230,6 +230,12 @@ def _timeout_from_conf(conf: Mapping[str, Any]) -> float:
     return float(value)
 
 
+def message_timeouts_enabled(conf: Mapping[str, Any]) -> bool:
+    """topology.enable.message.timeouts, a topology-wide setting as in Storm (a
+    topology submitted by an older storm-zmq has no such key)."""
+    return bool(conf.get("topology.enable.message.timeouts", True))
+
+
 # ----------------------------------------------------------------------- acker
 
 OutcomeKind = Literal["ack", "fail", "reset_timeout"]

@@ -98,8 +98,9 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from storm_zmq.runtime.executor import IDLE_SPOUT_WAIT, Executor
+from storm_zmq.runtime.executor import Executor
 from storm_zmq.runtime.queues import QueueClosed
+from storm_zmq.runtime.spout_executor import IDLE_SPOUT_WAIT
 from storm_zmq.topology.loader import user_code_line
 
 if TYPE_CHECKING:

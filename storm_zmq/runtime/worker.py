@@ -35,6 +35,7 @@ from storm_zmq.logs import configure_worker_logging
 from storm_zmq.messaging import Connection, load_context
 from storm_zmq.messaging.base import SendTimeout, TaskMessage
 from storm_zmq.messaging.counters import RefusalLog
+from storm_zmq.runtime.acker_executor import AckerExecutor
 from storm_zmq.runtime.acking import ACKER_INIT_STREAM_ID
 from storm_zmq.runtime.assignment import ACKER, Assignment, WorkerSlot
 from storm_zmq.runtime.backpressure import (
@@ -48,14 +49,8 @@ from storm_zmq.runtime.backpressure import (
     encode_status,
 )
 from storm_zmq.runtime.balance import REPORT_SECS, BusyMeter, WorkerBalance, short_of_cpu
-from storm_zmq.runtime.executor import (
-    AckerExecutor,
-    Executor,
-    RemoteBatch,
-    SpoutExecutor,
-    _StreamRoute,
-    new_executor,
-)
+from storm_zmq.runtime.collector import StreamRoute
+from storm_zmq.runtime.executor import Executor, RemoteBatch, new_executor
 from storm_zmq.runtime.queues import BatchQueue, QueueClosed
 from storm_zmq.runtime.serialization import (
     MalformedTuple,
@@ -64,6 +59,7 @@ from storm_zmq.runtime.serialization import (
     payload_tuple_count,
 )
 from storm_zmq.runtime.shared import SharedExecutorThread
+from storm_zmq.runtime.spout_executor import SpoutExecutor
 from storm_zmq.runtime.tuning import CollectionClock, pin_worker, tune_gc
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.definition import storm_context
@@ -288,12 +284,12 @@ class WorkerState:
             self._values_classes[key] = cls
         return cls
 
-    def routes_for(self, component: str, task: int, rng: random.Random) -> dict[str, _StreamRoute]:
+    def routes_for(self, component: str, task: int, rng: random.Random) -> dict[str, StreamRoute]:
         """Per stream of `component`: the choosers of every subscriber, for `task`."""
-        routes: dict[str, _StreamRoute] = {}
+        routes: dict[str, StreamRoute] = {}
         spec = self.definition.components[component]
         for stream_name, stream in spec.outputs.items():
-            route = _StreamRoute(
+            route = StreamRoute(
                 stream_name, self.values_class(component, stream_name), len(stream.fields),
                 stream.direct,
             )
