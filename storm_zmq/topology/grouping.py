@@ -28,8 +28,9 @@ Semantics (Storm 2):
   msgpack of the selected values otherwise, dates, decimals and UUIDs in their
   canonical encoding: ``value_types``), so every process on every machine
   picks the same task for the same key. Python's ``hash()`` cannot be used: it is
-  randomised per process for str and bytes. Values are grouped by that encoding,
-  so values that are equal in Python but of different types (``1`` and ``1.0``,
+  randomised per process for str and bytes. A subclass of str, bytes or int (an
+  enum member, a bytearray) is hashed as its base type, which is what it arrives as
+  from another worker. Values are grouped by that encoding, so values that are equal in Python but of different types (``1`` and ``1.0``,
   or dicts with different key order) may go to different tasks.
 * ``all``: every target task. ``global``: the lowest task id.
 * ``direct``: the emitter names the task (``emit(..., direct_task=t)``); the chooser
@@ -163,6 +164,15 @@ def _value_hash(value: Any, pack: Callable[[Any], bytes] = value_types.BUILTIN.p
         return crc32(value)
     if kind is int:
         return crc32(b"%d" % value)
+    # A subclass (an enum.StrEnum or IntEnum member, a bytearray) hashes as its base
+    # type: that is what it arrives as from another worker (msgpack carries the
+    # base), and one key must go to one task wherever it was emitted.
+    if isinstance(value, str):
+        return crc32(str.encode(value, "utf-8", "surrogatepass"))
+    if isinstance(value, (bytes, bytearray)):
+        return crc32(bytes(value))
+    if isinstance(value, int) and kind is not bool:  # a bool arrives as a bool
+        return crc32(b"%d" % int(value))
     return _packed_hash((value,), pack)
 
 
