@@ -632,12 +632,16 @@ def worker_conf(record: dict[str, Any], host_conf: dict[str, Any]) -> dict[str, 
     a topology must speak the same transport, with the same curve or authentication
     and frame limits, so a topology submitted with ``-o
     storm.messaging.transport=tcp`` runs on tcp whatever the supervisors say; before,
-    the hosts' settings, their defaults included, always won, and it ran on zmq."""
+    the hosts' settings, their defaults included, always won, and it ran on zmq.
+    ``topology.workers`` is the topology's number of workers now (after a rebalance)."""
     chosen = set(record.get("conf_set", ()))
     host = {key: value for key, value in host_conf.items()
             if key.startswith(HOST_PREFIXES)
             and not (key.startswith("storm.messaging.") and key in chosen)}
-    return {**record["conf"], **host}
+    conf = {**record["conf"], **host}
+    if record.get("num_workers") is not None:  # submit's -w, or a rebalance's -n, as in Storm
+        conf["topology.workers"] = int(record["num_workers"])
+    return conf
 
 
 def last_exception_line(paths: list[Path]) -> str | None:

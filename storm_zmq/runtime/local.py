@@ -154,6 +154,7 @@ def prepare_run(options: RunOptions, warn: bool = True) -> tuple[Any, dict[str, 
                   f"workers would leave {workers - useful} with nothing to run: using {useful}",
                   file=sys.stderr)
         workers = useful
+    conf["topology.workers"] = workers  # what components read: the run's, as -w sets it in Storm
     return definition, conf, workers
 
 

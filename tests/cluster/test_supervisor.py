@@ -16,6 +16,14 @@ def record(conf: dict[str, object], chosen: list[str] | None) -> dict[str, objec
     return topology
 
 
+def test_topology_workers_is_the_topologys_number_of_workers_now() -> None:
+    # Bug (a semantics audit): components read the storm.yaml's topology.workers, not
+    # submit's -w or a rebalance's -n
+    topology = {**record({"topology.workers": 1}, None), "num_workers": 3}
+    assert worker_conf(topology, dict(DEFAULTS))["topology.workers"] == 3
+    assert worker_conf(record({"topology.workers": 2}, None), dict(DEFAULTS))["topology.workers"] == 2
+
+
 def test_the_transport_a_topology_chose_wins_over_the_hosts_default() -> None:
     # submit -o storm.messaging.transport=tcp ran on zmq: the host's defaults won
     host = {**DEFAULTS, "storm.local.dir": "/var/storm"}

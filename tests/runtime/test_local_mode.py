@@ -559,8 +559,19 @@ def test_the_local_transport_runs_one_worker_however_it_is_named(where: str) -> 
         transport="local" if where == "--transport" else None,
     )
     _, conf, workers = prepare_run(options)
-    assert workers == 1
+    assert workers == 1 and conf["topology.workers"] == 1
     assert conf["storm.messaging.transport"] == TRANSPORT_ALIASES["local"]
+
+
+def test_the_components_conf_has_the_runs_number_of_workers() -> None:
+    # Bug (a semantics audit): `run -w 2` left topology.workers at 1 for components
+    from storm_zmq.config import DEFAULTS
+    from storm_zmq.runtime.local import RunOptions, prepare_run
+
+    options = RunOptions(topology_file=str(PROJECT / "topologies" / "wordcount.py"), workers=2,
+                         conf=dict(DEFAULTS))
+    _, conf, workers = prepare_run(options)
+    assert workers == conf["topology.workers"] == 2
 
 
 @pytest.mark.parametrize(("flags", "named"), [
