@@ -353,6 +353,15 @@ SCHEMA: dict[str, Setting] = {
     "topology.skip.missing.kryo.registrations": Setting(
         False, "bool", "Skip, with a warning, a topology.kryo.register item whose class or "
         "serializer is not found, instead of refusing to start (Storm's key)."),
+    "topology.copy.emitted.values": Setting(
+        True, "bool", "Copy an emit's values at the emit when one of them is not a str, "
+        "bytes, number, bool, None, date, time, Decimal or UUID (a list, a dict, a set, an "
+        "object): packed and unpacked as another worker would receive them. So a list "
+        "emitted and then cleared or reused (a buffer) arrives as it was at the emit, as "
+        "under pystorm, in every worker; and a value no other worker could receive is an "
+        "error at the emit, naming the component, stream and type, in a one-worker run "
+        "too. false skips the copy, as Java Storm does (faster for large values; the "
+        "emitter must then never change what it emitted). Per component too."),
     "topology.testing.always.try.serialize": Setting(
         False, "bool", "Serialize every emitted tuple, and decode it again, also those "
         "delivered inside the worker, so that a value a tuple cannot carry fails in a "
@@ -388,7 +397,7 @@ ORDERED_PAIRS: tuple[tuple[str, str], ...] = (
 PER_COMPONENT_KEYS = frozenset({
     "topology.debug", "topology.max.spout.pending", "topology.max.task.parallelism",
     "topology.tick.tuple.freq.secs", "topology.max.error.report.per.interval",
-    "topology.error.throttle.interval.secs",
+    "topology.error.throttle.interval.secs", "topology.copy.emitted.values",
 })
 
 

@@ -8,11 +8,14 @@ what arrives late.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import logging
 import operator
 import reprlib
 import time
 import traceback
+import uuid
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +32,12 @@ if TYPE_CHECKING:
 # The logger of the executors' own lines too: `topology.debug`'s emit lines and the
 # warnings of what a task emits wrong are found under one name (docs/operations.md).
 log = logging.getLogger("storm_zmq.runtime.executor")
+
+#: The types of value an emit passes on as they are (`topology.copy.emitted.values`):
+#: nobody can change one after the emit. Exact types: a subclass may add state.
+UNCHANGEABLE = frozenset({str, int, float, bool, type(None), bytes, datetime.datetime,
+                          datetime.date, datetime.time, datetime.timedelta, decimal.Decimal,
+                          uuid.UUID})
 
 #: A task warns of the emits it drops (direct ones to tasks that do not subscribe,
 #: any of a component that declares no streams) at most this often, per kind.
@@ -117,6 +126,11 @@ class TaskCollector:
         executor.emitted += 1
         if executor.checks_emits:
             values = self._check_emit(route, values, targets)
+        elif executor.copies_values and targets:
+            for value in values:
+                if value.__class__ not in UNCHANGEABLE:
+                    values = self._copy(route, values)
+                    break
         if self._is_spout:
             if tup_id is not None:
                 executor._spout_emit_tracked(self._task, route, values, tup_id, targets)
@@ -213,7 +227,18 @@ class TaskCollector:
             (payload,) = executor._encode_remote(self._task, route.stream, None, [values])
             check_decodes(payload, self._component, route.stream, executor._codec)
             return DecodedEachTime(payload, executor._codec, len(values))
+        if executor.copies_values and targets and any(
+                value.__class__ not in UNCHANGEABLE for value in values):
+            return self._copy(route, values)
         return values
+
+    def _copy(self, route: StreamRoute, values: Sequence[Any]) -> list[Any]:
+        """`topology.copy.emitted.values`: the values as another worker would decode
+        them, taken now, so that what the emitter changes later (a buffer it clears)
+        reaches no target, and a value no worker could receive fails this emit."""
+        executor = self._executor
+        (payload,) = executor._encode_remote(self._task, route.stream, None, [values])
+        return check_decodes(payload, self._component, route.stream, executor._codec)[3][0]
 
     def ack(self, tup: Tuple) -> None:
         bolt = self._bolt

@@ -147,6 +147,9 @@ class Executor(threading.Thread):
         self.debug = bool(worker.component_conf(self.component).get("topology.debug"))
         self.try_serialize = bool(worker.conf.get("topology.testing.always.try.serialize"))
         self.checks_emits = self.debug or self.try_serialize
+        # (a topology submitted by an older storm-zmq has no such key: it did not copy)
+        self.copies_values = bool(worker.component_conf(self.component).get(
+            "topology.copy.emitted.values", False))
         if self.try_serialize:  # a Tuple (a copy of the values) per target
             self._deliver_untracked = self._deliver_untracked_each  # type: ignore[method-assign]
         self.acking = bool(worker.assignment.ackers)

@@ -146,14 +146,17 @@ def encode_tuple(
                          component, codec)
 
 
-def check_decodes(payload: bytes, component: str, stream: str, codec: ValueCodec = BUILTIN) -> None:
+def check_decodes(
+    payload: bytes, component: str, stream: str, codec: ValueCodec = BUILTIN,
+) -> tuple[int, str, list[dict[int, int] | None] | None, list[list[Any]]]:
     """Decode a payload just encoded, as the receiving worker would, for
     `topology.testing.always.try.serialize` (a worker's and a harness's): a value
     that encodes but that a receiver would refuse (a registered dict key whose tuple
     field comes back a list) is a `SerializationError` at the emit, naming its
-    component and stream, instead of a payload refused by another worker."""
+    component and stream, instead of a payload refused by another worker. Returns
+    what `decode_tuples` does."""
     try:
-        decode_tuples(payload, codec)
+        return decode_tuples(payload, codec)
     except MalformedTuple as exc:
         raise SerializationError(f"component {component!r}, stream {stream!r}: another "
                                  f"worker could not decode this tuple: {exc}") from None

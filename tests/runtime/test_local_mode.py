@@ -353,13 +353,30 @@ def test_an_unserializable_value_names_component_stream_and_type(tmp_path: Path)
     assert "component 'values', stream 'default': value 0 of the tuple is a builtins.set" in result.stderr
 
 
-def test_always_try_serialize_finds_an_unserializable_value_inside_one_worker(tmp_path: Path) -> None:
-    # One worker delivers every tuple as an object, so only Storm's testing key
-    # makes the same mistake fail as it would between workers.
-    result = run("unserializable.py", tmp_path, "-o", "topology.testing.always.try.serialize=true",
-                 workers=1)
+@pytest.mark.parametrize("option", ["topology.copy.emitted.values=true",
+                                    "topology.testing.always.try.serialize=true"])
+def test_an_unserializable_value_fails_at_the_emit_inside_one_worker_too(
+        tmp_path: Path, option: str) -> None:
+    # One worker delivers tuples as objects: the copy at the emit (the default), or
+    # Storm's testing key, makes the mistake fail as it would between workers, at the
+    # line that emitted
+    result = run("unserializable.py", tmp_path, "-o", option, workers=1)
     assert result.returncode == 1
     assert "component 'values', stream 'default': value 0 of the tuple is a builtins.set" in result.stderr
+    assert "self.emit(" in result.stderr  # the emitting line, in the traceback
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_list_emitted_then_cleared_arrives_as_it_was_at_the_emit(
+        tmp_path: Path, workers: int) -> None:
+    # Bug (a new user's audit): a bolt that emits its buffer, then clears it for
+    # reuse, as pystorm bolts could, delivered empty lists in one worker (the object
+    # itself) and in two (serialized at the flush, after the clear): 0 and 1,500 of
+    # the ids 0..99 summed to 4,950, in silence
+    result = run("buffers.py", tmp_path, "-o", "test.count=100", workers=workers)
+    assert result.returncode == 0, result.stderr
+    ids = [i for got in outputs(tmp_path, "lists").values() for i in got]
+    assert sorted(ids) == list(range(100))
 
 
 def test_always_try_serialize_gives_each_consumer_in_one_worker_its_own_copy(
@@ -376,10 +393,21 @@ def test_always_try_serialize_gives_each_consumer_in_one_worker_its_own_copy(
     (audit,) = outputs(tmp_path, "audit").values()
     assert audit == {"seen": 300, "changed": [], "changed_count": 0, "pair_types": ["list"]}
 
-    plain = run("mutating.py", tmp_path, "-o", "test.count=300")  # what it guards against
+    # by default the values are copied at the emit (topology.copy.emitted.values):
+    # the spout's change after its emit reaches nobody; the two consumers share the copy
+    plain = run("mutating.py", tmp_path, "-o", "test.count=300")
     assert plain.returncode == 0, plain.stderr
     (audit,) = outputs(tmp_path, "audit").values()
+    assert audit["seen"] == 300 and audit["pair_types"] == ["list"], audit
+    assert not any("changed_after_emit" in doc for doc in audit["changed"]), audit
+
+    # what the copy guards against: without it, the spout's change reaches every consumer
+    uncopied = run("mutating.py", tmp_path, "-o", "test.count=300",
+                   "-o", "topology.copy.emitted.values=false")
+    assert uncopied.returncode == 0, uncopied.stderr
+    (audit,) = outputs(tmp_path, "audit").values()
     assert audit["changed_count"] == 300 and audit["pair_types"] == ["tuple"], audit
+    assert all(doc.get("changed_after_emit") for doc in audit["changed"]), audit
 
 
 def test_a_registered_type_that_cannot_be_imported_stops_the_run_before_any_worker(

@@ -572,3 +572,32 @@ class CellKeySpout(Spout):
 
     def next_tuple(self):
         self.emit([{Cell((1, 2)): "x"}])
+
+
+class BufferingBolt(Bolt):
+    """Collects ids in a list it emits every 10 and then clears and reuses: a
+    buffer, as pystorm bolts kept them (pystorm serialized at the emit)."""
+
+    outputs = ["ids"]
+
+    def initialize(self, conf, ctx):
+        self.buffer = []
+
+    def process(self, tup):
+        self.buffer.append(tup.values.id)
+        if len(self.buffer) == 10:
+            self.emit([self.buffer])
+            self.buffer.clear()
+
+
+class ListSinkBolt(Bolt):
+    """Writes every id of the lists it received."""
+
+    def initialize(self, conf, ctx):
+        self.conf, self.task, self.ids = conf, ctx["taskid"], []
+
+    def process(self, tup):
+        self.ids.extend(tup.values.ids)
+
+    def cleanup(self):
+        write_output(self.conf, f"lists-{self.task}.json", self.ids)
