@@ -58,6 +58,14 @@ def _message_timeout(record: Mapping[str, Any]) -> float:
                           DEFAULTS["topology.message.timeout.secs"]))
 
 
+def _executors(record: Mapping[str, Any]) -> int | None:
+    """The topology's executors, its ackers included (None for a record without them)."""
+    try:
+        return sum(int(par) for par, _tasks in record["components"].values()) + int(record["ackers"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
 def _live(name: str, record: Mapping[str, Any]) -> None:
     if record.get("status") == "killed":
         raise ActionRefused(f"topology {name!r} was killed and is being removed")
@@ -104,10 +112,17 @@ def rebalance_request(name: str, record: Mapping[str, Any], wait: float | None,
     previous = (record.get("rebalance_status") or "active"
                 if record["status"] == "rebalancing" else record["status"])
     workers = int(workers or record.get("rebalance_workers") or record["num_workers"])
+    capped = ""
+    executors = _executors(record)
+    if executors is not None and workers > executors:
+        # a worker with no executor would run nothing and hold a slot (submit caps too)
+        capped = (f" (it has {executors} executor(s) in all, so {workers} workers would "
+                  f"leave {workers - executors} with nothing to run)")
+        workers = executors
     outcome.workers = workers
-    outcome.message = (f"rebalancing {name!r} over {workers} workers: deactivated; nimbus "
-                       f"reassigns it {wait:g} s after it sees the request, then makes it "
-                       f"{previous} again")
+    outcome.message = (f"rebalancing {name!r} over {workers} workers{capped}: deactivated; "
+                       f"nimbus reassigns it {wait:g} s after it sees the request, then makes "
+                       f"it {previous} again")
     return {
         **record, "status": "rebalancing", "rebalance_wait": wait,
         "rebalance_status": previous, "rebalance_workers": workers, "rebalance": False,

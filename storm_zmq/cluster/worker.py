@@ -168,9 +168,11 @@ class ZooKeeperControl:
             log.info("topology %s has no assignment any more: stopping", self.topology_id)
             self._commands.put("stop")
             return
-        if executor_layout(assignment) != self._layout:
+        if (executor_layout(assignment) != self._layout
+                or len(slots_of(assignment)) != len(self._slots)):
             # A rebalance: this process's executors are not the topology's any more,
-            # and its peers may be more or fewer. Its supervisor starts the slot's
+            # or its peers are more or fewer (the peers of a running worker may move,
+            # but not change in number). Its supervisor starts the slot's
             # worker again on the new assignment (no heartbeat from this one, which
             # nimbus would take for the new worker's).
             log.info("topology %s was rebalanced: stopping, to start again on the new "

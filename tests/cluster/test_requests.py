@@ -112,6 +112,20 @@ def test_a_rebalance_without_a_worker_count_keeps_the_topologys_own() -> None:
     assert asked["rebalance_status"] == "active"
 
 
+def test_a_rebalance_over_more_workers_than_executors_uses_as_many_as_executors() -> None:
+    # Bug (a cluster audit): the extra worker ran nothing and held a slot, and the
+    # others' send threads died of the peer list growing under them
+    outcome = Outcome()
+    topology = record(components={"numbers": [1, 1], "sink": [1, 2]}, ackers=0)
+    asked = rebalance_request("tiny", topology, None, 3, NOW, outcome)
+    assert asked["rebalance_workers"] == outcome.workers == 2
+    assert outcome.message.startswith(
+        "rebalancing 'tiny' over 2 workers (it has 2 executor(s) in all, so 3 workers would "
+        "leave 1 with nothing to run): deactivated;")
+    with_ackers = record(components={"numbers": [1, 1], "sink": [1, 2]}, ackers=2)
+    assert rebalance_request("tiny", with_ackers, None, 3, NOW, Outcome())["rebalance_workers"] == 3
+
+
 @pytest.mark.parametrize("workers", [0, -2])
 def test_a_rebalance_to_fewer_than_one_worker_is_refused(workers: int) -> None:
     with pytest.raises(ActionRefused, match=f"at least 1, got {workers}"):

@@ -60,3 +60,18 @@ def test_a_worker_whose_slot_is_anothers_now_stops_without_a_heartbeat(tmp_path:
     state = ScriptedState(stored(["s2", "h2", 6700], launched=250.0))
     zk._sync(state)  # type: ignore[arg-type]
     assert state.beats == [] and zk.poll(0) == "stop"
+
+
+def test_a_worker_whose_peers_change_in_number_stops_without_a_heartbeat(tmp_path: Path) -> None:
+    # Bug (a cluster audit): rebalance -n 3 of a topology of two executors kept the
+    # executors' layout, so the workers stayed and were handed three peers for two:
+    # their send threads died of an IndexError
+    zk = control(tmp_path, stored(["s1", "h1", 6700], launched=100.0))
+    more = stored(["s1", "h1", 6700], launched=100.0)
+    more["slots"].append(["s2", "h2", 6701])
+    more["launched"].append(250.0)
+    updated: list[Any] = []
+    zk.worker.update_peers = updated.append  # type: ignore[union-attr]
+    state = ScriptedState(more)
+    zk._sync(state)  # type: ignore[arg-type]
+    assert state.beats == [] and updated == [] and zk.poll(0) == "stop"
