@@ -339,32 +339,33 @@ def submit_topology(args: argparse.Namespace) -> int:
     conf_set = sorted(key for key in storable_conf if key in definition.config or key in overrides)
     state = _state(conf)
     try:
-        for topology_id, record in _named(state, name):
-            _refuse_taken_name(name, topology_id, record)
-        topology_id = f"{name}-{int(time.time())}"
-        print(f"uploading {len(package.data):,} bytes of code ({len(package.files)} files)",
-              file=sys.stderr, flush=True)
-        started = time.monotonic()
-        _store_secrets(state, topology_id, topology_conf)
-        state.put_code(topology_id, package.data)
-        print(f"uploaded {len(package.data):,} bytes in {time.monotonic() - started:.1f} s",
-              file=sys.stderr, flush=True)
-        state.set_topology(topology_id, {
-            "name": name,
-            "status": "active",
-            "conf": storable_conf,
-            "num_workers": workers,
-            "ackers": acker_executors(topology_conf, workers),
-            "components": {n: [c.par, c.num_tasks] for n, c in definition.components.items()},
-            # kinds and edges for `stats` and the UI, without loading the code
-            "layout": TopologyLayout.from_definition(definition).to_dict(),
-            "topology_file": package.topology_file,
-            "topology_class": package.topology_class,
-            "launch_time": time.time(),
-            "code_sha256": package.sha256,
-            # what this topology chose itself (see conf_set above)
-            "conf_set": conf_set,
-        })
+        with state.name_claimed(name):  # one submit of a name at a time
+            for topology_id, record in _named(state, name):
+                _refuse_taken_name(name, topology_id, record)
+            topology_id = f"{name}-{int(time.time())}"
+            print(f"uploading {len(package.data):,} bytes of code ({len(package.files)} files)",
+                  file=sys.stderr, flush=True)
+            started = time.monotonic()
+            _store_secrets(state, topology_id, topology_conf)
+            state.put_code(topology_id, package.data)
+            print(f"uploaded {len(package.data):,} bytes in {time.monotonic() - started:.1f} s",
+                  file=sys.stderr, flush=True)
+            state.set_topology(topology_id, {
+                "name": name,
+                "status": "active",
+                "conf": storable_conf,
+                "num_workers": workers,
+                "ackers": acker_executors(topology_conf, workers),
+                "components": {n: [c.par, c.num_tasks] for n, c in definition.components.items()},
+                # kinds and edges for `stats` and the UI, without loading the code
+                "layout": TopologyLayout.from_definition(definition).to_dict(),
+                "topology_file": package.topology_file,
+                "topology_class": package.topology_class,
+                "launch_time": time.time(),
+                "code_sha256": package.sha256,
+                # what this topology chose itself (see conf_set above)
+                "conf_set": conf_set,
+            })
         overview = read_overview(state, leaving_out=topology_id)
     except ClusterStateError as exc:
         raise UsageError(str(exc)) from None

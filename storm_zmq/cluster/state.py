@@ -50,12 +50,13 @@ A missing node reads as None (or an empty list/dict) rather than raising.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import queue
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from time import time as _now
 from typing import Any
 
@@ -803,6 +804,30 @@ class ClusterState:
         self._delete_tree(path)
 
     # ------------------------------------------------------------------ topologies
+
+    @contextlib.contextmanager
+    def name_claimed(self, name: str) -> Iterator[None]:
+        """Hold topology name `name` while one submit checks that it is free and
+        stores its topology: a second submit of that name meanwhile is refused,
+        where both used to pass the check and run side by side (Storm's nimbus
+        checks and stores in one process). The claim is an ephemeral node, so a
+        submitter that dies midway releases it with its session."""
+        path = self._path("submitting", _segment(name, "topology name"))
+        try:
+            self._call(self._zcreate, path, b"", ephemeral=True, makepath=True)
+        except NodeExistsError:
+            stat = self._call(self._zexists, path)
+            if stat is None or stat.ephemeralOwner != self.session_id:  # not ours (a retry)
+                raise ClusterStateError(
+                    f"another submit of a topology named {name!r} is under way; try again "
+                    "once it has ended (storm-zmq list)") from None
+        try:
+            yield
+        finally:
+            try:
+                self._call(self._zdelete, path)
+            except (NoNodeError, ClusterStateError):  # gone with the session, or offline
+                pass
 
     def set_topology(self, topology_id: str, record: Mapping[str, Any]) -> None:
         """Store the topology record (name, status, conf, num_workers, ...) as given."""

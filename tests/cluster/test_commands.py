@@ -74,13 +74,14 @@ def nimbus(make_state: Callable[..., ClusterState], zk_conf: dict[str, Any]) -> 
     return leader
 
 
-def topology_on_one_worker(state: ClusterState, status: str, num_workers: int = 1) -> None:
+def topology_on_one_worker(state: ClusterState, status: str, num_workers: int = 1,
+                           executors: int = 2) -> None:
     """Topology "ids" in `status` on one worker of supervisor s1 (two slots)."""
     state.register_supervisor("s1", {"host": "h1", "ports": [6700, 6701], "time": 0})
     state.set_topology(TID, {"name": "ids", "status": status, "num_workers": num_workers,
-                             "components": {"numbers": [2, 2]}, "ackers": 0,
+                             "components": {"numbers": [executors, executors]}, "ackers": 0,
                              "conf": {"topology.message.timeout.secs": 30}})
-    assignment = assign(TID, {"numbers": (2, 2)}, [WorkerSlot("h1", 6700)], 0)
+    assignment = assign(TID, {"numbers": (executors, executors)}, [WorkerSlot("h1", 6700)], 0)
     state.set_assignment(TID, stored_assignment(assignment, [Slot("s1", "h1", 6700)], [0.0]))
 
 
@@ -228,7 +229,7 @@ def test_more_workers_than_the_cluster_has_slots_are_warned_about(
         return ["rebalance", "ids", "-n", "3", *cli_overrides(zk_conf)]
 
     state = make_state()
-    topology_on_one_worker(state, "active")
+    topology_on_one_worker(state, "active", executors=4)
     state.register_supervisor("s1", {"host": "h1", "ports": [6700, 6701], "time": 0})
     assert main(request("wc")) == 0
     name = "wc" if submit else "ids"

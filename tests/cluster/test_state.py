@@ -17,6 +17,7 @@ from storm_zmq.cluster import (
     CODE_CHUNK_SIZE,
     MAX_ERRORS,
     ClusterState,
+    ClusterStateError,
     ClusterUnavailable,
     CodeError,
     VersionConflict,
@@ -32,6 +33,26 @@ Factory = Callable[..., ClusterState]
 def test_hosts_string() -> None:
     conf = {"storm.zookeeper.servers": ["a", "b:2182", "::1"], "storm.zookeeper.port": 2181}
     assert zookeeper_hosts(conf) == "a:2181,b:2182,[::1]:2181"
+
+
+def test_a_topology_name_is_claimed_by_one_submit_at_a_time(make_state: Factory) -> None:
+    # Bug (a cluster audit): two submits of one name both passed the name check
+    # while the first uploaded its code, and both topologies ran
+    first, second = make_state(), make_state()
+    with first.name_claimed("wc"):
+        with pytest.raises(ClusterStateError, match="another submit of a topology named 'wc' "
+                                                    "is under way"):
+            with second.name_claimed("wc"):
+                pass
+        with second.name_claimed("other"):  # another name is free
+            pass
+    with second.name_claimed("wc"):  # released at the end of the first
+        pass
+    dying = make_state()
+    dying.name_claimed("x").__enter__()  # a submitter that dies midway ...
+    dying.stop()
+    with second.name_claimed("x"):  # ... releases the name with its session
+        pass
 
 
 def test_topology_round_trip(make_state: Factory) -> None:
