@@ -149,7 +149,7 @@ def _daemon(args: argparse.Namespace, factory: Any) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     conf = load_config_from_args(args)
     from storm_zmq.cluster.state import ClusterUnavailable
-    from storm_zmq.cluster.supervisor import LocalDirInUse
+    from storm_zmq.cluster.supervisor import LocalDirInUse, UnresolvableHostname
 
     daemon = factory(conf)
 
@@ -162,7 +162,7 @@ def _daemon(args: argparse.Namespace, factory: Any) -> int:
     signal.signal(signal.SIGINT, stop)
     try:
         return daemon.run()
-    except (ClusterUnavailable, LocalDirInUse) as exc:
+    except (ClusterUnavailable, LocalDirInUse, UnresolvableHostname) as exc:
         raise UsageError(str(exc)) from None
 
 

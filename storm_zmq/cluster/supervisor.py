@@ -111,6 +111,24 @@ class LocalDirInUse(Exception):
     """Another live supervisor holds this supervisor's `storm.local.dir`."""
 
 
+class UnresolvableHostname(Exception):
+    """The name this supervisor would register for its workers does not resolve."""
+
+
+def check_resolves(host: str) -> None:
+    """Refuse a `storm.local.hostname` this host cannot resolve itself: peers would
+    never reach the workers placed here, and the topology stalled with no error
+    anywhere (a cluster audit: a typo, and nothing moved until the supervisor
+    stopped)."""
+    try:
+        socket.getaddrinfo(host, None)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise UnresolvableHostname(
+            f"storm.local.hostname {host!r} does not resolve on this host ({exc}): the "
+            "workers of other hosts could not reach the workers started here; set it to "
+            "a name or address the cluster's hosts resolve to this one") from None
+
+
 class Supervisor:
     def __init__(self, conf: dict[str, Any]) -> None:
         self.conf = conf
@@ -150,6 +168,7 @@ class Supervisor:
         return path.read_text().strip()
 
     def run(self) -> int:
+        check_resolves(self.host)
         self._lock_local_dir()
         self.state.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000)
         self._adopt_workers()

@@ -3,7 +3,11 @@ processes are in tests/cluster/test_cluster.py."""
 
 from __future__ import annotations
 
-from storm_zmq.cluster.supervisor import settings_the_hosts_decide, worker_conf
+import subprocess
+import sys
+from pathlib import Path
+
+from storm_zmq.cluster.supervisor import check_resolves, settings_the_hosts_decide, worker_conf
 from storm_zmq.config import DEFAULTS
 
 TCP = "storm_zmq.messaging.tcp.Context"
@@ -142,3 +146,17 @@ def test_a_port_another_supervisor_of_the_same_address_has_is_said_once(caplog) 
     (said,) = [r.getMessage() for r in caplog.records]
     assert said.startswith("port 7862 of supervisor.slots.ports is also supervisor s1's, on the "
                            "same address vm")
+
+
+def test_a_supervisor_whose_hostname_does_not_resolve_refuses_to_start(tmp_path: Path) -> None:
+    # Bug (a cluster audit): it registered the name, nimbus placed workers there, and
+    # the topology stalled with no error anywhere (".invalid" never resolves: RFC 2606)
+    result = subprocess.run(
+        [sys.executable, "-m", "storm_zmq.cli.main", "supervisor",
+         "-o", "storm.local.hostname=nosuchhost.invalid", "-o", f"storm.local.dir={tmp_path}",
+         "-o", "storm.zookeeper.port=1"],  # it must stop before it tries ZooKeeper
+        capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "storm.local.hostname 'nosuchhost.invalid' does not resolve on this host" in result.stderr
+    assert "Traceback" not in result.stderr
+    check_resolves("localhost")  # and a name that does resolve passes
