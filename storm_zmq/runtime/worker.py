@@ -853,8 +853,11 @@ class Worker:
         if busy and queued:
             more = (" (1 more executor waits its turn)" if queued == 1
                     else f" ({queued} more executors wait their turn)")
-        log.warning("worker %d still waiting for initialize() of %s after %.0f s%s",
-                    self.index, names, time.time() - self.state.started_at, more)
+        give_up = float(self.conf.get("supervisor.worker.start.timeout.secs", 120))
+        log.warning("worker %d still waiting for initialize() of %s after %.0f s%s; a "
+                    "worker not ready after %.0f s (supervisor.worker.start.timeout.secs) "
+                    "fails", self.index, names, time.time() - self.state.started_at, more,
+                    give_up)
 
     def _die(self) -> int:
         # the counts so far first: a failure before the first report would leave

@@ -466,7 +466,9 @@ def test_a_component_slow_to_initialize_is_named_and_the_wait_is_the_supervisors
     # only the one in initialize() is named: z_quick's executor (its tasks come after
     # slow's) waits its turn in the shared executor thread, and is only counted
     assert re.search(r"worker [01] still waiting for initialize\(\) of slow \(tasks \d+\) "
-                     r"after \d s \(1 more executor waits its turn\)\n", result.stderr), result.stderr
+                     r"after \d s \(1 more executor waits its turn\); a worker not ready after "
+                     r"4 s \(supervisor\.worker\.start\.timeout\.secs\) fails\n",
+                     result.stderr), result.stderr
     assert left == [], "a worker outlived the failed run"
     assert all(port_free(p) for p in ports)
 
