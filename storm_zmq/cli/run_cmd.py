@@ -27,7 +27,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("topology_file", metavar="TOPOLOGY_FILE", type=topology_file_arg,
                         help="a topology file, or NAME for topologies/NAME.py")
     parser.add_argument("-t", "--time", type=float, default=0.0, metavar="SECONDS",
-                        help="stop after this many seconds (0 = until Ctrl-C or exhausted)")
+                        help="stop after this many seconds once every component has "
+                        "initialized (0 = until Ctrl-C or exhausted); start-up is bounded by "
+                        "supervisor.worker.start.timeout.secs")
     parser.add_argument("-w", "--workers", type=int, default=None,
                         help="worker processes (default: topology.workers)")
     parser.add_argument("--transport", choices=sorted(TRANSPORT_ALIASES), default=None,
