@@ -45,6 +45,9 @@ class BoltExecutor(Executor):
         super().build_components()
         self._tickless = [(task, c) for task, c in self.components.items()
                           if isinstance(c, TicklessBatchingBolt)]
+        self._batching = [(task, c) for task, c in self.components.items()
+                          if isinstance(c, BatchingBolt)]
+        self._batches_now = False  # set from the worker's main thread: a plain store
         # Tick tuples come from the executor's own clock, between batches, rather
         # than through the queue: they then never wait behind a full queue, and
         # never make a drained queue look busy.
@@ -57,9 +60,19 @@ class BoltExecutor(Executor):
             log.warning(
                 "component %r is a BatchingBolt, which processes its batches on tick tuples, "
                 "but topology.tick.tuple.freq.secs is not set (topology or component config): "
-                "its batches will wait for ever (or use TicklessBatchingBolt)", self.component)
+                "its batches wait until the topology is deactivated or stopped (or use "
+                "TicklessBatchingBolt)", self.component)
         self._until_sample = 0  # tuples to run before the next process-latency sample
         self._chunk_size = FIRST_CHUNK  # a shared thread's: input tuples of about STEP_SLICE
+
+    def request_batches_now(self) -> None:
+        """The topology was deactivated: its spouts emit no more, so a BatchingBolt's
+        batches are processed at once, not at its next tick. A stop or a kill drains
+        the tuples in flight, and a batch waiting for a tick kept that drain waiting
+        until the message timeout, or for ever without ticks (a new user's audit:
+        its 100 tuples never processed, a 4 s run stopping after 34)."""
+        if self._batching:
+            self._batches_now = True
 
     def loop(self) -> None:
         while not self.stop_requested.is_set():
@@ -153,6 +166,17 @@ class BoltExecutor(Executor):
                         raise
             # busy too: a BatchingBolt's process_batch runs here (capacity and
             # execute latency read 0.001 and 0.01 ms for one at 60 %)
+            self.busy_secs += perf_counter() - started
+        if self._batches_now:
+            self._batches_now = False
+            started = perf_counter()
+            for task, component in self._batching:
+                try:
+                    if component._batches:
+                        component.process_batches()
+                except BaseException as exc:
+                    if not self._carry_on(exc, task):
+                        raise
             self.busy_secs += perf_counter() - started
         if self._tickless:
             started = perf_counter()

@@ -49,6 +49,7 @@ from storm_zmq.runtime.backpressure import (
     encode_status,
 )
 from storm_zmq.runtime.balance import REPORT_SECS, BusyMeter, WorkerBalance, short_of_cpu
+from storm_zmq.runtime.bolt_executor import BoltExecutor
 from storm_zmq.runtime.collector import StreamRoute
 from storm_zmq.runtime.executor import Executor, RemoteBatch, new_executor
 from storm_zmq.runtime.queues import BatchQueue, QueueClosed
@@ -650,6 +651,9 @@ class Worker:
             elif command == "deactivate":
                 for executor in spouts:
                     executor.request_deactivate()
+                for executor in self.executors:
+                    if isinstance(executor, BoltExecutor):
+                        executor.request_batches_now()
             elif command == "report":  # the local runner draining: a round now
                 next_stats = now
             elif command == "stop":

@@ -347,6 +347,19 @@ def test_a_batching_bolt_without_ticks_is_warned_about(tmp_path: Path) -> None:
             "tuples, but topology.tick.tuple.freq.secs is not set") in result.stderr
 
 
+def test_a_stop_processes_the_batches_of_a_batching_bolt_at_once(tmp_path: Path) -> None:
+    # Bug (a new user's audit): with no tick to come, the batch held every tree open,
+    # the stop's drain waited the message timeout out (a 4 s run took 34), and the
+    # tuples were never processed; deactivated, a BatchingBolt processes its batches
+    result = run("batching_without_ticks.py", tmp_path, "-o", "test.count=10", "-t", "2")
+    assert result.returncode == 0, result.stderr
+    (batches,) = outputs(tmp_path, "batches").values()
+    assert batches == 2  # one per parity
+    numbers = next(line.split() for line in result.stdout.splitlines()
+                   if line.split()[:1] == ["numbers"])
+    assert numbers[1:5] == ["10", "0", "10", "0"], result.stdout  # emitted, executed, acked, failed
+
+
 def test_an_unserializable_value_names_component_stream_and_type(tmp_path: Path) -> None:
     result = run("unserializable.py", tmp_path, workers=2)
     assert result.returncode == 1
