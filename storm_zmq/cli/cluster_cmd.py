@@ -309,7 +309,8 @@ def submit_topology(args: argparse.Namespace) -> int:
         warnings = validate_topology_conf(topology_conf, definition, overridden=overrides)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    for warning in [*warnings, *streamparse_leftovers(args.topology_file)]:
+    for warning in [*warnings, *definition.unreachable_fields(),
+                    *streamparse_leftovers(args.topology_file)]:
         print(f"warning: {warning}", file=sys.stderr)
     try:  # imported here as each worker will (the package holds the same files)
         load_codec(topology_conf)

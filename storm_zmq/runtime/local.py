@@ -134,7 +134,8 @@ def prepare_run(options: RunOptions, warn: bool = True) -> tuple[Any, dict[str, 
         warnings = validate_topology_conf(conf, definition, overridden=options.overrides)
     except ConfigError as exc:
         raise RunError(str(exc)) from None
-    for warning in [*warnings, *streamparse_leftovers(options.topology_file)] if warn else ():
+    for warning in [*warnings, *definition.unreachable_fields(),
+                    *streamparse_leftovers(options.topology_file)] if warn else ():
         print(f"warning: {warning}", file=sys.stderr)
     try:  # imported here as each worker will: a missing class stops nothing half-started
         load_codec(conf)

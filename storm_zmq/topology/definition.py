@@ -13,6 +13,7 @@ resolution and must be treated as read-only.
 
 from __future__ import annotations
 
+import keyword
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -78,6 +79,27 @@ class TopologyDefinition:
     @property
     def bolts(self) -> dict[str, ComponentDefinition]:
         return {n: c for n, c in self.components.items() if c.kind == "bolt"}
+
+    def unreachable_fields(self) -> list[str]:
+        """Warnings for declared fields that are no Python attribute name (``user-id``,
+        ``class``, ``_x``): `tup.values.<name>` cannot reach them, and the values
+        namedtuple names them by position (``_0``) instead. pystorm refused such names
+        at start; here they still travel (a fields grouping takes them, and a
+        SparkSpout's columns may have them), so they are said, not refused."""
+        warnings = []
+        for name, component in self.components.items():
+            for stream in component.outputs.values():
+                odd = [f for f in stream.fields
+                       if not f.isidentifier() or keyword.iskeyword(f) or f.startswith("_")]
+                if odd:
+                    where = f" at {self.sources[name]}" if name in self.sources else ""
+                    renamed = ", ".join(f"{f!r} is tup.values._{stream.fields.index(f)}"
+                                        for f in odd)
+                    warnings.append(
+                        f"component {name!r}{where}: field(s) {odd} of stream {stream.name!r} "
+                        f"are not Python attribute names, so tup.values.<name> cannot reach "
+                        f"them: {renamed} (or by position); rename them (pystorm refused them)")
+        return warnings
 
     @property
     def parallelism(self) -> dict[str, tuple[int, int]]:

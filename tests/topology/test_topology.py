@@ -486,3 +486,26 @@ def test_the_storm_context_describes_a_components_streams_and_subscriptions() ->
         "s": {"numbers": {"type": "FIELDS", "fields": []}, "default": {"type": "ALL"}}}
     assert one["source->stream->fields"] == {"s": {"numbers": ["n"], "default": ["word"]}}
     assert one["streams"] == [] and one["stream->target->grouping"] == {}  # it declares none
+
+
+def test_fields_no_attribute_can_name_are_said_with_what_reaches_them() -> None:
+    # A new user's audit: tup.values arrived as Values(_0=..., _1=...) in silence
+    class OddSpout(Spout):
+        outputs = [Stream(["user-id", "class", "ok", "_x"]), Stream(["fine"], "other")]
+
+    class Odd(Topology):
+        odd = OddSpout.spec()
+        sink = SinkBolt.spec(inputs={odd: Grouping.fields("user-id")})
+
+    (warning,) = Odd.definition().unreachable_fields()
+    assert re.fullmatch(
+        r"component 'odd' at .*test_topology\.py:\d+: field\(s\) \['user-id', 'class', '_x'\] of "
+        r"stream 'default' are not Python attribute names, so tup\.values\.<name> cannot reach "
+        r"them: 'user-id' is tup\.values\._0, 'class' is tup\.values\._1, '_x' is "
+        r"tup\.values\._3 \(or by position\); rename them \(pystorm refused them\)", warning)
+
+    class Plain(Topology):
+        words = WordSpout.spec()
+        counts = CountBolt.spec(inputs=[words])
+
+    assert Plain.definition().unreachable_fields() == []
