@@ -54,7 +54,7 @@ from storm_zmq.component import (
     report_and_carry_on,
 )
 from storm_zmq.config import DEFAULTS
-from storm_zmq.runtime.collector import not_a_tuple_id
+from storm_zmq.runtime.collector import direct_task_id, not_a_tuple_id
 from storm_zmq.runtime.serialization import check_decodes, encode_tuple
 from storm_zmq.topology.registrations import load_codec
 
@@ -99,6 +99,15 @@ class _RecordingCollector:
             raise ValueError(f"direct_task given for stream {stream!r}, which is not declared direct")
         if direct and direct_task is None:
             raise ValueError(f"stream {stream!r} is direct; emit needs direct_task")
+        dropped = False
+        if direct_task is not None:  # as a worker checks it
+            direct_task = direct_task_id(h.name, direct_task)
+            if h.tasks is not None and direct_task not in h.tasks:
+                dropped = True
+                log.warning("component %r: direct emit on stream %r to task %d, which is not in "
+                            "the context's task->component (%s): a worker drops an emit to a "
+                            "task that does not subscribe", h.name, stream, direct_task,
+                            sorted(h.tasks))
         if h.try_serialize:  # as a worker does between workers: a clear error here
             # and back, as the receiving worker would: what it would refuse fails here
             check_decodes(encode_tuple(0, stream, None, values, h.name, h.codec), h.name, stream,
@@ -110,6 +119,8 @@ class _RecordingCollector:
         h.emits.append(Emit(list(values), stream, anchors, tup_id, direct_task))
         if not need_task_ids:
             return None
+        if dropped:
+            return []  # recorded in `emits`, but a worker sends it nowhere
         return [direct_task if direct_task is not None else h.target_task]
 
     def ack(self, tup: Tuple | Any) -> None:
@@ -166,12 +177,17 @@ class _Harness:
         self.component = component_cls(collector=_RecordingCollector(self), name=name, task=task)
         # a worker's context (WorkerState.context_for) for a topology of this one task;
         # `context` adds to it or replaces it, e.g. a bigger "task->component"
+        given_context = context
         context = {"taskid": task, "componentid": name, "task->component": {str(task): name},
                    "streams": list(outputs),
                    "stream->outputfields": {s: list(f) for s, f in self.output_fields.items()},
                    "stream->target->grouping": {}, "source->stream->grouping": {},
                    "source->stream->fields": {},
                    "stormid": "harness-1", "worker.port": 0, **(context or {})}
+        # the topology's tasks when the test gave them (a direct emit elsewhere is
+        # dropped by a worker); None: a topology of this one task, where any goes
+        self.tasks = ({int(t) for t in context["task->component"]}
+                      if "task->component" in (given_context or {}) else None)
         self.component._setup_component(conf, context)
         self.component.initialize(conf, context)
 
@@ -191,7 +207,27 @@ class _Harness:
                 raise
 
     def emitted_values(self, stream: str | None = None) -> list[list[Any]]:
+        """The values of every emit, or of those on `stream` only."""
         return [e.values for e in self.emits if stream is None or e.stream == stream]
+
+    def cleanup(self) -> None:
+        """The component's `cleanup()`, as a worker calls it at the end of a run."""
+        self._call(self.component.cleanup)
+
+
+def _unnamed_values(cls: type, names: list[str]) -> type:
+    """Input values made without `fields=`: a bolt reading `tup.values.word` gets an
+    error that says why, not a bare AttributeError."""
+    class Values(cls):  # type: ignore[valid-type, misc]
+        __slots__ = ()
+
+        def __getattr__(self, name: str) -> Any:
+            raise AttributeError(
+                f"this input has no field {name!r}: it was made without fields=, so its "
+                f"fields are {names}; give process() or make_tuple() fields=[...] as the "
+                "upstream stream declares them")
+
+    return Values
 
 
 class BoltHarness(_Harness):
@@ -221,6 +257,8 @@ class BoltHarness(_Harness):
                              f"{list(fields)!r}")
         names = fields or [f"field{i}" for i in range(len(values))]
         cls = namedtuple("Values", names, rename=True)  # type: ignore[misc]
+        if fields is None:
+            cls = _unnamed_values(cls, names)
         return Tuple(next(self._ids), component, stream, task, cls._make(values))
 
     def process(self, values: Sequence[Any] | Tuple, **tuple_fields: Any) -> Tuple:
@@ -298,9 +336,6 @@ class SpoutHarness(_Harness):
 
     def deactivate(self) -> None:
         self._call(self.component.deactivate)
-
-    def cleanup(self) -> None:
-        self._call(self.component.cleanup)
 
     def _check_emitted(self, tup_id: Any, what: str) -> None:
         """A worker acks and fails only ids the spout emitted with (its acker never

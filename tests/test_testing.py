@@ -631,3 +631,38 @@ def test_emit_many_of_streamparse_2_emits_each_tuple() -> None:
 
     s = SpoutHarness(ManySpout)
     assert [(e.values, e.tup_id) for e in s.next_tuple()] == [([1], "one"), ([2], "two")]
+
+
+def test_a_direct_task_is_checked_as_a_worker_checks_it() -> None:
+    # A new user's audit: the harness took direct_task="5" (task->component's keys are
+    # str) and task 999, and the topology then died at its first direct emit
+    h = BoltHarness(Router, name="router", task=3,
+                    context={"task->component": {"3": "router", "6": "sink", "7": "sink"}})
+    with pytest.raises(TypeError, match="component 'router': direct_task must be a task id "
+                                        "\\(an int\\), got '6'"):
+        h.component.emit(["x"], stream="out", direct_task="6")
+    assert h.component.emit(["x"], stream="out", direct_task=6, need_task_ids=True) == [6]
+    # a task the topology does not have: a worker drops the emit (recorded here)
+    assert h.component.emit(["x"], stream="out", direct_task=999, need_task_ids=True) == []
+    assert [e.direct_task for e in h.emits] == [6, 999]
+
+
+def test_a_bolt_harness_runs_cleanup_and_says_what_fields_an_unnamed_input_has() -> None:
+    class Writes(Bolt):
+        def initialize(self, conf: dict[str, Any], ctx: dict[str, Any]) -> None:
+            self.seen: list[str] = []
+            self.flushed = False
+
+        def process(self, tup: Tuple) -> None:
+            self.seen.append(tup.values.word)
+
+        def cleanup(self) -> None:
+            self.flushed = True
+
+    h = BoltHarness(Writes)
+    h.process(["a"], fields=["word"])
+    with pytest.raises(AttributeError, match="this input has no field 'word': it was made "
+                                             "without fields=, so its fields are \\['field0'\\]"):
+        h.process(["b"])
+    h.cleanup()
+    assert h.component.seen == ["a"] and h.component.flushed

@@ -162,11 +162,8 @@ class TaskCollector:
                 f"component {self._component!r}: direct_task given for stream "
                 f"{route.stream!r}, which is not declared direct"
             )
-        if direct_task.__class__ is not int:  # a numpy integer is one too; True is not
-            if isinstance(direct_task, bool) or not hasattr(type(direct_task), "__index__"):
-                raise TypeError(f"component {self._component!r}: direct_task must be a task "
-                                f"id (an int), got {direct_task!r}")
-            direct_task = operator.index(direct_task)
+        if direct_task.__class__ is not int:
+            direct_task = direct_task_id(self._component, direct_task)
         if direct_task not in route.direct_targets:
             self._say_dropped_direct(route, direct_task)
             return ()
@@ -397,6 +394,19 @@ class DecodedEachTime(Sequence[Any]):
 
     def __repr__(self) -> str:
         return repr(self._decoded())
+
+
+def direct_task_id(component: str, direct_task: Any) -> int:
+    """`direct_task` as a task id: an int, or what indexes as one (a numpy integer),
+    never a bool or a str (`ctx["task->component"]`'s keys are str, as in Storm's
+    multilang context, so `direct_task="5"` is an easy mistake). One check for
+    workers and the test harness (`storm_zmq.testing`)."""
+    if direct_task.__class__ is int:
+        return direct_task
+    if isinstance(direct_task, bool) or not hasattr(type(direct_task), "__index__"):
+        raise TypeError(f"component {component!r}: direct_task must be a task id (an int), "
+                        f"got {direct_task!r}")
+    return operator.index(direct_task)
 
 
 def not_a_tuple_id(component: str, what: str, value: Any, hint: str = "") -> TypeError:
