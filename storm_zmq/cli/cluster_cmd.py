@@ -87,6 +87,10 @@ def add_parser(subparsers: Any) -> None:
                                 "request (default: topology.message.timeout.secs)")
     rebalance.add_argument("-n", "--num-workers", type=int, default=None, metavar="WORKERS",
                            help="the number of workers afterwards (default: as now)")
+    rebalance.add_argument("-e", "--executors", action="append", default=[],
+                           metavar="COMPONENT=N",
+                           help="a component's number of executors afterwards, at most its "
+                                "tasks (repeatable; Storm's -e)")
     levels = command("set_log_level", "set loggers of a running topology's workers to another "
                      "level, for a while or until reset (Storm's set_log_level)", set_log_level)
     levels.add_argument("name")
@@ -433,11 +437,17 @@ def rebalance_topology(args: argparse.Namespace) -> int:
     that request and keeps the status from before it."""
     if args.num_workers is not None and args.num_workers < 1:
         raise UsageError(f"-n/--num-workers must be at least 1, got {args.num_workers}")
+    executors = {}
+    for text in args.executors:
+        component, _, count = text.partition("=")
+        if not component or not count.strip().isdigit():
+            raise UsageError(f"-e {text}: expected COMPONENT=N, N a whole number of executors")
+        executors[component.strip()] = int(count)
     outcome, now = Outcome(), time.time()
     with cluster_session(args) as state:
         topology_id, _ = _find(state, args.name)
         _update(state, topology_id, args.name, lambda r: rebalance_request(
-            args.name, r, args.wait, args.num_workers, now, outcome))
+            args.name, r, args.wait, args.num_workers, now, outcome, executors))
         overview = read_overview(state, leaving_out=topology_id)  # its own slots are its to reuse
     print(outcome.message)
     _warn_of_slots(overview, outcome.workers, args.name)

@@ -51,6 +51,7 @@ from typing import Any
 
 from storm_zmq.cluster.heartbeat import current_beats
 from storm_zmq.cluster.liveness import ChangeClock
+from storm_zmq.cluster.requests import apply_executors
 from storm_zmq.cluster.scheduler import NotEnoughSlots, Slot, choose_slots, free_slots, repair
 from storm_zmq.cluster.state import ClusterState
 from storm_zmq.config import DEFAULTS
@@ -88,14 +89,17 @@ def rebalance_wait(record: dict[str, Any]) -> float:
 
 def end_rebalance_wait(record: dict[str, Any]) -> dict[str, Any]:
     """Pure: the record once a rebalance's wait has passed: its previous status back
-    (``rebalance_status``, "active" if missing), ``rebalance_workers`` applied, and
-    ``rebalance`` set for the reassignment."""
+    (``rebalance_status``, "active" if missing), ``rebalance_workers`` and
+    ``rebalance_components`` (`-e`) applied, and ``rebalance`` set for the
+    reassignment."""
     ended = {k: v for k, v in record.items()
              if k not in ("rebalance_wait", "rebalance_status", "rebalance_workers",
-                          "rebalance_requested")}
+                          "rebalance_requested", "rebalance_components")}
     ended["status"] = record.get("rebalance_status") or "active"
     if record.get("rebalance_workers") is not None:
         ended["num_workers"] = int(record["rebalance_workers"])
+    if record.get("rebalance_components"):  # rebalance -e
+        ended["components"] = apply_executors(record, record["rebalance_components"])
     ended["rebalance"] = True
     return ended
 

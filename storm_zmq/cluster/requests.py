@@ -18,8 +18,8 @@ from typing import Any
 
 from storm_zmq.config import DEFAULTS
 
-__all__ = ["NO_NIMBUS", "ActionRefused", "Outcome", "kill_request", "rebalance_request",
-           "seconds", "status_request"]
+__all__ = ["NO_NIMBUS", "ActionRefused", "Outcome", "apply_executors", "kill_request",
+           "rebalance_request", "seconds", "status_request"]
 
 #: Said after a request that only a leading nimbus carries out, when none leads.
 NO_NIMBUS = "no nimbus is running; nothing happens until one starts"
@@ -66,6 +66,32 @@ def _executors(record: Mapping[str, Any]) -> int | None:
         return None
 
 
+def _checked_executors(name: str, record: Mapping[str, Any],
+                       executors: Mapping[str, int]) -> dict[str, int]:
+    components = record.get("components") or {}
+    for component, count in executors.items():
+        if component not in components:
+            raise ActionRefused(
+                f"topology {name!r} has no component {component!r} (its components: "
+                f"{', '.join(sorted(components))}; the acker's executors cannot change)")
+        tasks = int(components[component][1])
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= tasks:
+            raise ActionRefused(
+                f"{component}: executors between 1 and its {tasks} task(s), got {count!r} (a "
+                "rebalance changes how many executors run a component's tasks, not the tasks; "
+                "num_tasks in its spec sets them)")
+    return dict(executors)
+
+
+def apply_executors(record: Mapping[str, Any], changes: Mapping[str, int]) -> dict[str, Any]:
+    """The record's components (name -> [executors, tasks]) with `changes` applied."""
+    components = {n: list(c) for n, c in (record.get("components") or {}).items()}
+    for component, count in changes.items():
+        if component in components:
+            components[component][0] = int(count)
+    return components
+
+
 def _live(name: str, record: Mapping[str, Any]) -> None:
     if record.get("status") == "killed":
         raise ActionRefused(f"topology {name!r} was killed and is being removed")
@@ -101,10 +127,13 @@ def status_request(name: str, record: Mapping[str, Any], status: str,
 
 
 def rebalance_request(name: str, record: Mapping[str, Any], wait: float | None,
-                      workers: int | None, now: float, outcome: Outcome) -> dict[str, Any]:
+                      workers: int | None, now: float, outcome: Outcome,
+                      executors: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Storm's rebalance: deactivate, wait, reassign, back to the status before. A
     rebalance of a topology already rebalancing replaces that request and keeps the
-    status from before it. `outcome.workers`: the number of workers after."""
+    status from before it. `executors` (Storm's ``-e``): components' new numbers of
+    executors, each between 1 and its number of tasks, which a rebalance does not
+    change. `outcome.workers`: the number of workers after."""
     _live(name, record)
     if workers is not None and workers < 1:
         raise ActionRefused(f"the number of workers must be at least 1, got {workers}")
@@ -112,19 +141,24 @@ def rebalance_request(name: str, record: Mapping[str, Any], wait: float | None,
     previous = (record.get("rebalance_status") or "active"
                 if record["status"] == "rebalancing" else record["status"])
     workers = int(workers or record.get("rebalance_workers") or record["num_workers"])
+    changes = {**(record.get("rebalance_components") or {}),
+               **_checked_executors(name, record, executors or {})}
     capped = ""
-    executors = _executors(record)
-    if executors is not None and workers > executors:
+    executors_after = _executors({**record, "components": apply_executors(record, changes)})
+    if executors_after is not None and workers > executors_after:
         # a worker with no executor would run nothing and hold a slot (submit caps too)
-        capped = (f" (it has {executors} executor(s) in all, so {workers} workers would "
-                  f"leave {workers - executors} with nothing to run)")
-        workers = executors
+        capped = (f" (it has {executors_after} executor(s) in all, so {workers} workers would "
+                  f"leave {workers - executors_after} with nothing to run)")
+        workers = executors_after
     outcome.workers = workers
-    outcome.message = (f"rebalancing {name!r} over {workers} workers{capped}: deactivated; "
-                       f"nimbus reassigns it {wait:g} s after it sees the request, then makes "
-                       f"it {previous} again")
+    with_executors = "".join(f", {component} on {n} executor(s)"
+                             for component, n in sorted(changes.items()))
+    outcome.message = (f"rebalancing {name!r} over {workers} workers{capped}{with_executors}: "
+                       f"deactivated; nimbus reassigns it {wait:g} s after it sees the request, "
+                       f"then makes it {previous} again")
     return {
         **record, "status": "rebalancing", "rebalance_wait": wait,
         "rebalance_status": previous, "rebalance_workers": workers, "rebalance": False,
+        "rebalance_components": changes,
         # tells a new request from the one before (compared for equality only)
         "rebalance_requested": now}

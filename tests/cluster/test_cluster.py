@@ -461,9 +461,20 @@ def test_deactivate_activate_and_rebalance(cluster: Cluster) -> None:
     stopped_at = sum(cluster.seen().values())
     wait_for(lambda: sum(cluster.seen().values()) > stopped_at + 50, "the spouts emitting again")
     rebalanced = time.monotonic()
-    result = cluster.cli("rebalance", "ClusterIds", "-w", "1", "-n", "1")
-    assert "over 1 workers" in result.stdout
+    result = cluster.cli("rebalance", "ClusterIds", "-w", "1", "-n", "1", "-e", "relay=1")
+    assert "over 1 workers, relay on 1 executor(s)" in result.stdout
     wait_for(lambda: " 1 " in cluster.cli("list").stdout.splitlines()[1], "one worker listed")
+    with ClusterState(cluster.zk_conf).start(timeout=10) as state:
+        (topology_id,) = state.topologies()
+
+        def relay_executors() -> list[list[int]]:  # the task range of each
+            executors = state.get_assignment(topology_id)["assignment"]["executors"]
+            return [tasks for _, component, tasks, _ in executors if component == "relay"]
+
+        # Storm's -e: relay's two tasks now run in one executor
+        wait_for(lambda: len(relay_executors()) == 1, "relay on one executor", timeout=30)
+        ((first, last),) = relay_executors()
+        assert last - first == 1
     wait_for(lambda: len(cluster.worker_pids("s1") + cluster.worker_pids("s2")) == 1,
              "the topology on one worker")
     # a worker that stopped itself for the rebalance and was launched again did not

@@ -406,3 +406,24 @@ def test_a_kill_between_nimbus_reading_and_ending_a_rebalance_is_kept_and_nothin
     record = state.get_topology(TID) or {}
     assert (record["status"], record.get("rebalance")) == ("killed", False)  # not undone
     assert len((state.get_assignment(TID) or {})["slots"]) == 1  # not reassigned
+
+
+@pytest.mark.parametrize("option", ["relay", "relay=", "relay=two", "=3"])
+def test_a_malformed_executors_option_is_one_error_line(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str], option: str) -> None:
+    topology_on_one_worker(make_state(), "active")
+    assert main(["rebalance", "ids", "-e", option, *cli_overrides(zk_conf)]) == 2
+    assert f"-e {option}: expected COMPONENT=N" in capsys.readouterr().err
+
+
+def test_rebalance_e_records_the_executors_for_nimbus(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    state = make_state()
+    topology_on_one_worker(state, "active")
+    assert main(["rebalance", "ids", "-e", "numbers=1", *cli_overrides(zk_conf)]) == 0
+    assert state.get_topology(TID)["rebalance_components"] == {"numbers": 1}
+    assert ", numbers on 1 executor(s):" in capsys.readouterr().out
+    assert main(["rebalance", "ids", "-e", "numbers=3", *cli_overrides(zk_conf)]) == 2
+    assert "numbers: executors between 1 and its 2 task(s), got 3" in capsys.readouterr().err

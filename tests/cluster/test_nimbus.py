@@ -386,3 +386,15 @@ def test_a_dead_worker_no_free_slot_can_take_is_said_once(
     assert slots(state) == [["s1", "h1", 6700]], "nowhere to go"
     (said,) = [r.getMessage() for r in caplog.records if "no free slot" in r.getMessage()]
     assert said.startswith(f"worker 0 of {TID} on h1:6700 is down")
+
+
+def test_the_end_of_a_rebalance_wait_applies_its_workers_and_executors() -> None:
+    from storm_zmq.cluster.nimbus import end_rebalance_wait
+
+    asked = {"name": "ids", "status": "rebalancing", "num_workers": 2, "rebalance_wait": 1,
+             "rebalance_status": "inactive", "rebalance_workers": 3, "rebalance_requested": 5.0,
+             "rebalance_components": {"relay": 4},
+             "components": {"numbers": [1, 1], "relay": [2, 4]}}
+    ended = end_rebalance_wait(asked)
+    assert ended == {"name": "ids", "status": "inactive", "num_workers": 3, "rebalance": True,
+                     "components": {"numbers": [1, 1], "relay": [4, 4]}}

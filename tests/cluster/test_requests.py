@@ -130,3 +130,35 @@ def test_a_rebalance_over_more_workers_than_executors_uses_as_many_as_executors(
 def test_a_rebalance_to_fewer_than_one_worker_is_refused(workers: int) -> None:
     with pytest.raises(ActionRefused, match=f"at least 1, got {workers}"):
         rebalance_request("wc", record(), None, workers, NOW, Outcome())
+
+
+def test_a_rebalance_may_change_components_executors_within_their_tasks() -> None:
+    # Storm's rebalance -e COMPONENT=N
+    topology = record(components={"numbers": [1, 1], "relay": [2, 4]}, ackers=1, num_workers=2)
+    outcome = Outcome()
+    asked = rebalance_request("ids", topology, 1, None, NOW, outcome, {"relay": 4})
+    assert asked["rebalance_components"] == {"relay": 4}
+    assert asked["components"] == {"numbers": [1, 1], "relay": [2, 4]}  # until nimbus applies it
+    assert outcome.message.startswith("rebalancing 'ids' over 2 workers, relay on 4 executor(s):")
+    again = rebalance_request("ids", asked, 1, None, NOW + 1, Outcome(), {"numbers": 1})
+    assert again["rebalance_components"] == {"relay": 4, "numbers": 1}  # the first kept
+
+
+@pytest.mark.parametrize(("executors", "refused"), [
+    ({"nope": 1}, "topology 'ids' has no component 'nope' \\(its components: numbers, relay;"),
+    ({"relay": 5}, "relay: executors between 1 and its 4 task\\(s\\), got 5"),
+    ({"relay": 0}, "relay: executors between 1 and its 4 task\\(s\\), got 0"),
+    ({"relay": True}, "got True"),
+])
+def test_a_rebalance_refuses_executors_a_component_cannot_have(
+        executors: dict[str, Any], refused: str) -> None:
+    topology = record(components={"numbers": [1, 1], "relay": [2, 4]}, ackers=1)
+    with pytest.raises(ActionRefused, match=refused):
+        rebalance_request("ids", topology, None, None, NOW, Outcome(), executors)
+
+
+def test_fewer_executors_cap_the_workers_of_the_same_rebalance() -> None:
+    topology = record(components={"numbers": [1, 1], "relay": [3, 3]}, ackers=0, num_workers=4)
+    outcome = Outcome()
+    asked = rebalance_request("ids", topology, None, None, NOW, outcome, {"relay": 1})
+    assert asked["rebalance_workers"] == outcome.workers == 2
