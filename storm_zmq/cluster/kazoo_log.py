@@ -68,7 +68,8 @@ class RepeatedWarnings(logging.Filter):
             return False
         if verdict.held_before:
             record.msg = (f"{record.getMessage()} ({verdict.held_before} more like it "
-                          f"since the last one logged; one a {self.interval:g} s is logged)")
+                          f"since the last one logged; at most one every {self.interval:g} s "
+                          "is logged)")
             record.args = None
         return True
 

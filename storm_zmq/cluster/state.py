@@ -55,6 +55,7 @@ import hashlib
 import json
 import logging
 import queue
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from time import time as _now
@@ -118,6 +119,9 @@ MAX_VALUE_BYTES = 1000 * 1000
 #: Errors kept per component (Storm keeps 10).
 MAX_ERRORS = 10
 
+#: A %-format field of a log template (kazoo's "use_ssl: %r"), shown as "..."
+_FORMAT_FIELD = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[sdrifx]")
+
 #: Attempts at re-creating an ephemeral node that another session keeps re-creating.
 _EPHEMERAL_ATTEMPTS = 5
 
@@ -178,6 +182,10 @@ def worker_zookeeper_conf(conf: Mapping[str, Any]) -> dict[str, Any]:
     return conf
 
 
+#: Marks a conf made by `impatient_zookeeper_conf` (never a user's key).
+_IMPATIENT = "_storm_zmq.zookeeper.impatient"
+
+
 def impatient_zookeeper_conf(conf: Mapping[str, Any], wait_ms: int) -> dict[str, Any]:
     """`conf` for a client whose own loop is the retry and that must not wait out
     an outage inside one call: no retries (``storm.zookeeper.retry.times`` 0) and at
@@ -187,7 +195,8 @@ def impatient_zookeeper_conf(conf: Mapping[str, Any], wait_ms: int) -> dict[str,
     connect = int(conf.get("storm.zookeeper.connection.timeout",
                            DEFAULTS["storm.zookeeper.connection.timeout"]))
     return {**conf, "storm.zookeeper.retry.times": 0,
-            "storm.zookeeper.connection.timeout": min(connect, wait_ms)}
+            "storm.zookeeper.connection.timeout": min(connect, wait_ms),
+            _IMPATIENT: True}  # so its errors do not blame the user's settings
 
 
 def _digest_acl(auth: tuple[str, str], what: str) -> ACL:
@@ -504,7 +513,7 @@ class ClusterState:
         held = quiet_repeated_warnings().flush()
         if held:
             log.info("connected to ZooKeeper again; while it was away kazoo also warned: %s",
-                     "; ".join(f"{kind.replace('%s', '...')!r} {n} more time{'s' * (n != 1)}"
+                     "; ".join(f"{_FORMAT_FIELD.sub('...', kind)!r} {n} more time{'s' * (n != 1)}"
                                for kind, n in held.items()))
 
     def _restore(self) -> None:
@@ -616,11 +625,13 @@ class ClusterState:
         try:
             return self._client.retry(attempt)
         except RetryFailedError:
+            limits = ("this client's own short limits: its loop is the retry" if
+                      self.conf.get(_IMPATIENT) else
+                      "storm.zookeeper.retry.times, storm.zookeeper.connection.timeout")
             raise ClusterUnavailable(
                 f"ZooKeeper at {self.hosts} did not answer: gave up after {self._retries} "
-                f"retries (storm.zookeeper.retry.times), waiting up to "
-                f"{self._connect_wait:g} s for a connection each time "
-                "(storm.zookeeper.connection.timeout)") from None
+                f"retries, waiting up to {self._connect_wait:g} s for a connection each time "
+                f"({limits})") from None
         except ConnectionClosedError:
             raise ClusterStateError(
                 "the ZooKeeper client is not running (start() not called, or stopped)"

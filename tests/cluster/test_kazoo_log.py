@@ -26,7 +26,8 @@ def test_one_warning_of_a_kind_per_interval_and_then_how_many_were_held_back() -
     assert [second for second, _ in passed] == [0, 60, 120]
     assert passed[0][1] == "Connection dropped: socket connection error: Connection refused"
     assert passed[1][1] == ("Connection dropped: socket connection error: Connection refused "
-                            "(29 more like it since the last one logged; one a 60 s is logged)")
+                            "(29 more like it since the last one logged; at most one every 60 s "
+                            "is logged)")
 
 
 def test_kinds_are_templates_and_errors_and_news_always_pass() -> None:
