@@ -495,6 +495,7 @@ def set_log_level(args: argparse.Namespace) -> int:
 
 
 def list_topologies(args: argparse.Namespace) -> int:
+    waiting = False
     with cluster_session(args) as state:
         rows = []
         for topology_id in state.topologies():
@@ -502,8 +503,15 @@ def list_topologies(args: argparse.Namespace) -> int:
             if record is None:
                 continue
             uptime = time.time() - record["launch_time"]
-            rows.append((record["name"], record["status"], str(record["num_workers"]),
-                         f"{uptime:,.0f}s", topology_id))
+            # Storm's list shows the workers assigned: a topology waiting for slots
+            # (or for a nimbus) has fewer than it asks for, or none
+            assignment = state.get_assignment(topology_id)
+            assigned = len(assignment["slots"]) if assignment else 0
+            workers = str(record["num_workers"])
+            if assigned != record["num_workers"]:
+                workers, waiting = f"{assigned}/{workers}", True
+            rows.append((record["name"], record["status"], workers, f"{uptime:,.0f}s",
+                         topology_id))
     if not rows:
         print("no topologies")
         return 0
@@ -511,6 +519,9 @@ def list_topologies(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    if waiting:
+        print("workers A/N: A assigned of the N it asks for (the rest wait for free slots or "
+              "for a nimbus; see storm-zmq cluster and nimbus's log)")
     return 0
 
 

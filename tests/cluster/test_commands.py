@@ -427,3 +427,21 @@ def test_rebalance_e_records_the_executors_for_nimbus(
     assert ", numbers on 1 executor(s):" in capsys.readouterr().out
     assert main(["rebalance", "ids", "-e", "numbers=3", *cli_overrides(zk_conf)]) == 2
     assert "numbers: executors between 1 and its 2 task(s), got 3" in capsys.readouterr().err
+
+
+def test_list_shows_how_many_workers_are_assigned_when_not_all_are(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # A cluster audit: "active 3" for a topology waiting for slots, where Storm's
+    # list shows the workers assigned
+    state = make_state()
+    topology_on_one_worker(state, "active", num_workers=3)  # one of its three assigned
+    state.update_topology(TID, lambda r: {**r, "launch_time": time.time()})
+    assert main(["list", *cli_overrides(zk_conf)]) == 0
+    header, row, legend = capsys.readouterr().out.splitlines()
+    assert row.split()[:3] == ["ids", "active", "1/3"]
+    assert legend.startswith("workers A/N: A assigned of the N it asks for")
+    state.update_topology(TID, lambda r: {**r, "num_workers": 1})
+    assert main(["list", *cli_overrides(zk_conf)]) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert row.split()[:3] == ["ids", "active", "1"]
