@@ -490,12 +490,24 @@ def load_config_with_origins(
     return conf, origins
 
 
-def config_sources(read: Sequence[str], options: int) -> str:
+def config_sources(read: Sequence[str], options: int, topology_file: str | None = None,
+                   cwd: Path | None = None) -> str:
     """What a run says it runs with: the files read (`load_config_with_origins`'s
     `read`) and how many -o options. One from another directory reads no
-    conf/storm.yaml, and its ports surprised."""
+    conf/storm.yaml, and its ports surprised: the topology's own project's
+    conf/storm.yaml (next to its topologies/), when that is not the one read, is
+    named as not read."""
     said = ", ".join(read) or f"built-in defaults (no {_CWD_LABEL} in this directory)"
-    return said + (f", {options} -o option(s)" if options else "")
+    said += f", {options} -o option(s)" if options else ""
+    if topology_file is not None:
+        here = (cwd or Path.cwd()).resolve()
+        folder = Path(topology_file).resolve().parent
+        project = folder.parent if folder.name == "topologies" else folder
+        unread = project / "conf" / "storm.yaml"
+        if project != here and unread.is_file() and _CWD_LABEL not in read:
+            said += (f"; not read: {unread} (the topology's project's: run from "
+                     f"{project}, or give -c {unread})")
+    return said
 
 
 def _resolve(name: str, cwd: Path) -> Path:

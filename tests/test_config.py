@@ -749,3 +749,18 @@ def test_config_sources_name_the_files_read_and_count_the_options(home: Path, tm
     read = []
     load_config_with_origins("mine.yaml", home=home, cwd=tmp_path, env={}, read=read)
     assert config_sources(read, 0) == "~/.storm/storm.yaml, mine.yaml"
+
+
+def test_config_sources_name_the_topologys_own_conf_when_run_from_elsewhere(tmp_path: Path) -> None:
+    # A new user's audit: run from the project's parent, the project's conf/storm.yaml
+    # (its ports) was not read, and the first line did not name it
+    project = tmp_path / "events"
+    write(project / "conf" / "storm.yaml", "supervisor.slots.ports: [17330]\n")
+    write(project / "topologies" / "events.py", "")
+    topology = str(project / "topologies" / "events.py")
+    assert config_sources([], 0, topology, cwd=tmp_path) == (
+        f"built-in defaults (no conf/storm.yaml in this directory); not read: "
+        f"{project / 'conf' / 'storm.yaml'} (the topology's project's: run from {project}, or "
+        f"give -c {project / 'conf' / 'storm.yaml'})")
+    assert config_sources(["conf/storm.yaml"], 0, topology, cwd=project) == "conf/storm.yaml"
+    assert config_sources(["other.yaml"], 1, topology, cwd=project) == "other.yaml, 1 -o option(s)"

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         topology_name=args.name,
         overrides=overrides,
         progress=not args.quiet,
-        config_sources=config_sources(read, len(args.overrides)),
+        config_sources=config_sources(read, len(args.overrides), args.topology_file),
     )
     server = _start_ui(args, options) if args.ui else None
     try:
