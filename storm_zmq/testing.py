@@ -93,7 +93,7 @@ class _RecordingCollector:
                              f"(declared: {sorted(declared)})")
         if len(values) != len(declared[stream]):
             raise ValueError(f"emit of {len(values)} values on stream {stream!r}, which has "
-                             f"{len(declared[stream])} fields")
+                             f"{len(declared[stream])} fields {list(declared[stream])}")
         direct = stream in h.direct_streams
         if direct_task is not None and not direct:
             raise ValueError(f"direct_task given for stream {stream!r}, which is not declared direct")

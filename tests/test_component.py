@@ -183,7 +183,7 @@ def test_emit_with_the_wrong_number_of_values_raises_value_error_naming_the_stre
             self.emit(["only one"], stream="pairs")
 
     h = BoltHarness(Wrong)
-    with pytest.raises(ValueError, match=r"1 values.*'pairs'.*2 fields"):
+    with pytest.raises(ValueError, match=r"1 values.*'pairs'.*2 fields \['a', 'b'\]"):
         h.process(["a"])
     assert h.emits == []
 

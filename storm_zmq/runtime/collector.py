@@ -110,7 +110,8 @@ class TaskCollector:
         if len(values) != route.arity:
             raise ValueError(
                 f"component {self._component!r} emitted {len(values)} values on stream "
-                f"{route.stream!r}, which has {route.arity} fields"
+                f"{route.stream!r}, which has {route.arity} fields "
+                f"{list(getattr(route.values_cls, '_fields', ()))}"
             )
         if direct_task is not None or route.direct:
             targets: Sequence[int] = self._direct_targets(route, direct_task)

@@ -417,7 +417,8 @@ class _Runner:
         if self.error:
             error = self.error
             if self.error_printed:
-                error = one_line(error) + " (traceback above)"
+                error = one_line(error) + (" (traceback above)" if "Traceback (" in error
+                                           else " (logged above)")
             print(f"error: {error}", file=sys.stderr)
         self._broadcast("stop")
         for process in self.processes:

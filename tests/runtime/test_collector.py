@@ -84,6 +84,9 @@ def test_the_bound_emit_takes_pystorms_names_and_the_default_stream_spellings() 
     component.emit(component._collector._default_route.values_cls("e"))  # a namedtuple is a tuple
     with pytest.raises(TypeError, match="component 'split_bolt' emitted a str: a tuple's values"):
         component.emit("f")
+    with pytest.raises(ValueError, match="component 'split_bolt' emitted 2 values on stream "
+                                         "'default', which has 1 fields \\['word'\\]"):
+        component.emit(["g", "h"])
 
 
 def test_an_emit_on_the_default_stream_a_component_does_not_declare_names_it() -> None:
