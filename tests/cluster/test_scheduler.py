@@ -32,6 +32,15 @@ def test_free_slots_excludes_used() -> None:
         Slot("a", "host-a", 1), Slot("b", "host-b", 1)]
 
 
+def test_two_supervisors_listing_one_port_of_one_host_offer_one_slot() -> None:
+    # A cluster audit: both were scheduled onto, and the second worker could never bind
+    first, second = Slot("s1", "h", 6700), Slot("s2", "h", 6700)
+    other = Slot("s2", "h", 6701)
+    assert free_slots([first, second, other], []) == [first, other]
+    assert free_slots([first, second, other], [first]) == [other]  # used by s1's worker
+    assert free_slots([first, second, other], [second]) == [other]
+
+
 def test_repair_moves_only_dead_workers_to_the_least_loaded_supervisor() -> None:
     a1, a2 = slots("a", 1, 2)
     b1, b2 = slots("b", 1, 2)
