@@ -2,11 +2,12 @@
 # The Debian packages the test suite needs, installed when missing (as root; as
 # another user, a warning names them and the tests that need them say so):
 # python3-venv for the venv, a Java runtime (17 or later: Spark 4 and ZooKeeper) for
-# the Spark and cluster tests, zookeeper for the cluster tests, iproute2 for the network-namespace test, chromium (headless) for the web UI
-# tests, valgrind for the instruction count of scripts/bench_executor.py
-# --instructions, graphviz for `visualize -o graph.png`, tzdata for the time zone
-values of tests/topology/test_value_types.py. Run by scripts/test.sh, so
-# that the README's test command works on a fresh machine, and so by .ci/run.
+# the Spark and cluster tests, zookeeper for the cluster tests, iproute2 for the
+# network-namespace test, chromium (headless) for the web UI tests, valgrind for the
+# instruction count of scripts/bench_executor.py --instructions, graphviz for
+# `visualize -o graph.png`, tzdata for the time zones of
+# tests/topology/test_value_types.py. Run by scripts/test.sh, so that the README's
+# test command works on a fresh machine, and so by .ci/run.
 set -euo pipefail
 packages=(python3-venv default-jre-headless zookeeper iproute2 chromium valgrind graphviz tzdata)
 command -v dpkg-query >/dev/null 2>&1 || exit 0  # not Debian: nothing to check
