@@ -47,7 +47,7 @@ class BoltExecutor(Executor):
                           if isinstance(c, TicklessBatchingBolt)]
         self._batching = [(task, c) for task, c in self.components.items()
                           if isinstance(c, BatchingBolt)]
-        self._batches_now = False  # set from the worker's main thread: a plain store
+        self._deactivated = False  # set from the worker's main thread: a plain store
         # Tick tuples come from the executor's own clock, between batches, rather
         # than through the queue: they then never wait behind a full queue, and
         # never make a drained queue look busy.
@@ -65,14 +65,15 @@ class BoltExecutor(Executor):
         self._until_sample = 0  # tuples to run before the next process-latency sample
         self._chunk_size = FIRST_CHUNK  # a shared thread's: input tuples of about STEP_SLICE
 
-    def request_batches_now(self) -> None:
-        """The topology was deactivated: its spouts emit no more, so a BatchingBolt's
-        batches are processed at once, not at its next tick. A stop or a kill drains
-        the tuples in flight, and a batch waiting for a tick kept that drain waiting
-        until the message timeout, or for ever without ticks (a new user's audit:
-        its 100 tuples never processed, a 4 s run stopping after 34)."""
-        if self._batching:
-            self._batches_now = True
+    def set_deactivated(self, deactivated: bool) -> None:
+        """While the topology is deactivated its spouts emit no more, so a
+        BatchingBolt's batches are processed after every input run, not at its next
+        tick: what is still on its way (through the bolts before it) is not held
+        either. A stop or a kill drains the tuples in flight, and a batch waiting for
+        a tick kept that drain waiting until the message timeout, or for ever
+        without ticks (a new user's audit: its 100 tuples never processed, a 4 s run
+        stopping after 34)."""
+        self._deactivated = deactivated and bool(self._batching)
 
     def loop(self) -> None:
         while not self.stop_requested.is_set():
@@ -167,8 +168,7 @@ class BoltExecutor(Executor):
             # busy too: a BatchingBolt's process_batch runs here (capacity and
             # execute latency read 0.001 and 0.01 ms for one at 60 %)
             self.busy_secs += perf_counter() - started
-        if self._batches_now:
-            self._batches_now = False
+        if self._deactivated:
             started = perf_counter()
             for task, component in self._batching:
                 try:

@@ -648,12 +648,15 @@ class Worker:
             if command == "activate":
                 for executor in spouts:
                     executor.request_activate()
+                for executor in self.executors:
+                    if isinstance(executor, BoltExecutor):
+                        executor.set_deactivated(False)
             elif command == "deactivate":
                 for executor in spouts:
                     executor.request_deactivate()
                 for executor in self.executors:
                     if isinstance(executor, BoltExecutor):
-                        executor.request_batches_now()
+                        executor.set_deactivated(True)
             elif command == "report":  # the local runner draining: a round now
                 next_stats = now
             elif command == "stop":

@@ -360,6 +360,20 @@ def test_a_stop_processes_the_batches_of_a_batching_bolt_at_once(tmp_path: Path)
     assert numbers[1:5] == ["10", "0", "10", "0"], result.stdout  # emitted, executed, acked, failed
 
 
+def test_a_stop_processes_batches_of_what_reaches_a_batching_bolt_after_it(tmp_path: Path) -> None:
+    # A review: processed once at the deactivation, the batches of tuples that were
+    # still in a slow bolt before it waited for a tick again, and the drain for them
+    result = run("batching_behind_a_relay.py", tmp_path, "-o", "test.count=40",
+                 "-o", "test.sleep_secs=0.05", "-o", "topology.max.spout.pending=40", "-t", "1")
+    assert result.returncode == 0, result.stderr
+    rows = {line.split()[0]: line.split()[1:5] for line in result.stdout.splitlines()
+            if line.split()[:1] in (["numbers"], ["batcher"])}
+    assert rows["numbers"] == ["40", "0", "40", "0"], result.stdout  # emitted, executed, acked, failed
+    assert rows["batcher"][1] == "40", result.stdout
+    (batches,) = outputs(tmp_path, "batches").values()
+    assert batches >= 2  # processed as its input came, not once
+
+
 def test_an_unserializable_value_names_component_stream_and_type(tmp_path: Path) -> None:
     result = run("unserializable.py", tmp_path, workers=2)
     assert result.returncode == 1
