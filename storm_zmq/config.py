@@ -358,10 +358,13 @@ SCHEMA: dict[str, Setting] = {
         "bytes, number, bool, None, date, time, Decimal or UUID (a list, a dict, a set, an "
         "object): packed and unpacked as another worker would receive them. So a list "
         "emitted and then cleared or reused (a buffer) arrives as it was at the emit, as "
-        "under pystorm, in every worker; and a value no other worker could receive is an "
-        "error at the emit, naming the component, stream and type, in a one-worker run "
-        "too. false skips the copy, as Java Storm does (faster for large values; the "
-        "emitter must then never change what it emitted). Per component too."),
+        "under pystorm, in every worker; and such a value no other worker could receive "
+        "(a set, an unregistered object) is an error at the emit, naming the component, "
+        "stream and type, in a one-worker run too (a str, int or datetime is not copied, "
+        "so an int beyond 64 bits or a zone of pytz is still found only between "
+        "workers). Tuples arrive as lists, as from another worker. false skips the copy, "
+        "as Java Storm does (faster for large values; the emitter must then never change "
+        "what it emitted). Per component too."),
     "topology.testing.always.try.serialize": Setting(
         False, "bool", "Serialize every emitted tuple, and decode it again, also those "
         "delivered inside the worker, so that a value a tuple cannot carry fails in a "

@@ -54,7 +54,7 @@ from storm_zmq.component import (
     report_and_carry_on,
 )
 from storm_zmq.config import DEFAULTS
-from storm_zmq.runtime.collector import direct_task_id, not_a_tuple_id
+from storm_zmq.runtime.collector import UNCHANGEABLE, direct_task_id, not_a_tuple_id
 from storm_zmq.runtime.serialization import check_decodes, encode_tuple
 from storm_zmq.topology.registrations import load_codec
 
@@ -108,10 +108,12 @@ class _RecordingCollector:
                             "the context's task->component (%s): a worker drops an emit to a "
                             "task that does not subscribe", h.name, stream, direct_task,
                             sorted(h.tasks))
-        if h.try_serialize:  # as a worker does between workers: a clear error here
-            # and back, as the receiving worker would: what it would refuse fails here
-            check_decodes(encode_tuple(0, stream, None, values, h.name, h.codec), h.name, stream,
-                          h.codec)
+        if h.try_serialize or (h.copies and any(v.__class__ not in UNCHANGEABLE for v in values)):
+            # as a worker does between workers, or at the emit (topology.copy.emitted.
+            # values): a clear error here, and back, as the receiving worker would; what
+            # is recorded is what the targets get, not what the bolt may change later
+            values = check_decodes(encode_tuple(0, stream, None, values, h.name, h.codec),
+                                   h.name, stream, h.codec)[3][0]
         anchors = list(anchors or [])
         for anchor in anchors:  # as a worker refuses it (with acking on)
             if anchor is not None and not isinstance(anchor, Tuple) and h.input_of(anchor) is anchor:
@@ -173,6 +175,7 @@ class _Harness:
         # in the unit test rather than only once a tuple crosses workers.
         conf = {**DEFAULTS, TRY_SERIALIZE: True, **(conf or {})}
         self.try_serialize = bool(conf[TRY_SERIALIZE])
+        self.copies = bool(conf["topology.copy.emitted.values"])
         self.codec = load_codec(conf)  # with the types conf's topology.kryo.register names
         self.component = component_cls(collector=_RecordingCollector(self), name=name, task=task)
         # a worker's context (WorkerState.context_for) for a topology of this one task;

@@ -23,7 +23,13 @@ from storm_zmq.component import Bolt, Tuple, check_emitted_values
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.acking import ACKER_FAIL_STREAM_ID
 from storm_zmq.runtime.error_throttle import ErrorThrottle
-from storm_zmq.runtime.serialization import SETTLED, TupleId, check_decodes, decode_tuples
+from storm_zmq.runtime.serialization import (
+    SETTLED,
+    TupleId,
+    check_decodes,
+    decode_tuples,
+    encode_tuple,
+)
 
 if TYPE_CHECKING:
     from storm_zmq.runtime.executor import Executor
@@ -233,9 +239,12 @@ class TaskCollector:
     def _copy(self, route: StreamRoute, values: Sequence[Any]) -> list[Any]:
         """`topology.copy.emitted.values`: the values as another worker would decode
         them, taken now, so that what the emitter changes later (a buffer it clears)
-        reaches no target, and a value no worker could receive fails this emit."""
+        reaches no target, and a value no worker could decode fails this emit. Not
+        the transport's size limit: that holds only for a tuple that crosses, and is
+        checked when one does (`Executor._encode_remote`)."""
         executor = self._executor
-        (payload,) = executor._encode_remote(self._task, route.stream, None, [values])
+        payload = encode_tuple(self._task, route.stream, None, values, self._component,
+                               executor._codec)
         return check_decodes(payload, self._component, route.stream, executor._codec)[3][0]
 
     def ack(self, tup: Tuple) -> None:
