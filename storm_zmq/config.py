@@ -507,7 +507,8 @@ def config_sources(read: Sequence[str], options: int, topology_file: str | None 
         folder = Path(topology_file).resolve().parent
         project = folder.parent if folder.name == "topologies" else folder
         unread = project / "conf" / "storm.yaml"
-        if project != here and unread.is_file() and _CWD_LABEL not in read:
+        taken = {(here / Path(label).expanduser()).resolve() for label in read}
+        if project != here and unread.is_file() and unread.resolve() not in taken:
             said += (f"; not read: {unread} (the topology's project's: run from "
                      f"{project}, or give -c {unread})")
     return said

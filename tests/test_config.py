@@ -764,3 +764,5 @@ def test_config_sources_name_the_topologys_own_conf_when_run_from_elsewhere(tmp_
         f"give -c {project / 'conf' / 'storm.yaml'})")
     assert config_sources(["conf/storm.yaml"], 0, topology, cwd=project) == "conf/storm.yaml"
     assert config_sources(["other.yaml"], 1, topology, cwd=project) == "other.yaml, 1 -o option(s)"
+    given = str(project / "conf" / "storm.yaml")  # -c names it from elsewhere: read
+    assert config_sources([given], 0, topology, cwd=tmp_path) == given

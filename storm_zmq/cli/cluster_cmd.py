@@ -440,7 +440,7 @@ def rebalance_topology(args: argparse.Namespace) -> int:
     executors = {}
     for text in args.executors:
         component, _, count = text.partition("=")
-        if not component or not count.strip().isdigit():
+        if not component or not count.strip().isascii() or not count.strip().isdecimal():
             raise UsageError(f"-e {text}: expected COMPONENT=N, N a whole number of executors")
         executors[component.strip()] = int(count)
     outcome, now = Outcome(), time.time()

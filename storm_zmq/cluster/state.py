@@ -835,9 +835,11 @@ class ClusterState:
         try:
             yield
         finally:
-            try:
-                self._call(self._zdelete, path)
-            except (NoNodeError, ClusterStateError):  # gone with the session, or offline
+            try:  # ours only: a session that expired meanwhile lost it, maybe to another
+                stat = self._call(self._zexists, path)
+                if stat is not None and stat.ephemeralOwner == self.session_id:
+                    self._call(self._zdelete, path, stat.version)
+            except (NoNodeError, BadVersionError, ClusterStateError):  # gone, or offline
                 pass
 
     def set_topology(self, topology_id: str, record: Mapping[str, Any]) -> None:

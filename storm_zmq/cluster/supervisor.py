@@ -168,7 +168,14 @@ class Supervisor:
         return path.read_text().strip()
 
     def run(self) -> int:
-        check_resolves(self.host)
+        if self.conf.get("storm.local.hostname"):
+            check_resolves(self.host)
+        else:  # the machine's own name: it ran before this check, so said, not refused
+            try:
+                check_resolves(self.host)
+            except UnresolvableHostname as exc:
+                log.warning("%s (storm.local.hostname is not set, so this is the machine's "
+                            "name)", exc)
         self._lock_local_dir()
         self.state.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000)
         self._adopt_workers()

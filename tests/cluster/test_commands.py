@@ -408,7 +408,7 @@ def test_a_kill_between_nimbus_reading_and_ending_a_rebalance_is_kept_and_nothin
     assert len((state.get_assignment(TID) or {})["slots"]) == 1  # not reassigned
 
 
-@pytest.mark.parametrize("option", ["relay", "relay=", "relay=two", "=3"])
+@pytest.mark.parametrize("option", ["relay", "relay=", "relay=two", "=3", "relay=²"])
 def test_a_malformed_executors_option_is_one_error_line(
         make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
         capsys: pytest.CaptureFixture[str], option: str) -> None:
