@@ -145,7 +145,10 @@ def prepare_run(options: RunOptions, warn: bool = True) -> tuple[Any, dict[str, 
     _check_picklable(conf)
     workers = options.workers or int(conf["topology.workers"])
     if conf["storm.messaging.transport"] == TRANSPORT_ALIASES["local"] and workers > 1:
-        workers = 1  # the local transport runs in one process (run_local says so)
+        workers = 1
+        if warn:
+            print("note: the local transport runs in one process; using 1 worker",
+                  file=sys.stderr)
     if workers < 1:
         raise RunError(f"need at least one worker, got {workers}")
     useful = workers_with_executors(conf, definition.parallelism, workers)
@@ -231,9 +234,6 @@ def _who_holds(port: int) -> str | None:
 
 def run_local(options: RunOptions, out: TextIO = sys.stdout) -> RunResult:
     definition, conf, num_workers = prepare_run(options)
-    if conf["storm.messaging.transport"] == TRANSPORT_ALIASES["local"] and num_workers < (
-            options.workers or int(conf["topology.workers"])):
-        print("note: the local transport runs in one process; using 1 worker", file=sys.stderr)
     ports = list(conf["supervisor.slots.ports"])[:num_workers]
     if len(ports) < num_workers:
         raise RunError(

@@ -600,7 +600,8 @@ def test_ctrl_c_while_the_workers_start_stops_the_run_without_their_tracebacks(
 
 
 @pytest.mark.parametrize("where", ["--transport", "-o", "storm.yaml"])
-def test_the_local_transport_runs_one_worker_however_it_is_named(where: str) -> None:
+def test_the_local_transport_runs_one_worker_however_it_is_named(
+        where: str, capsys: pytest.CaptureFixture[str]) -> None:
     # Its workers share one in-process context: two processes would each send
     # into a context with no server, for ever. The short name must count too.
     from storm_zmq.config import DEFAULTS
@@ -616,6 +617,7 @@ def test_the_local_transport_runs_one_worker_however_it_is_named(where: str) -> 
     _, conf, workers = prepare_run(options)
     assert workers == 1 and conf["topology.workers"] == 1
     assert conf["storm.messaging.transport"] == TRANSPORT_ALIASES["local"]
+    assert "note: the local transport runs in one process; using 1 worker" in capsys.readouterr().err
 
 
 def test_the_components_conf_has_the_runs_number_of_workers() -> None:
