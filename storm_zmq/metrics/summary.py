@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from storm_zmq.topology.visualize import grouping_label
@@ -166,9 +166,16 @@ class TopologyLayout:
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> TopologyLayout:
         """From a topology record in ZooKeeper: its ``layout`` (a `to_dict`) when the
-        submitter stored one, else its ``components`` ({name: [par, num_tasks]})."""
+        submitter stored one, else its ``components`` ({name: [par, num_tasks]}).
+        The executors are the ``components``' either way: a ``rebalance -e`` changes
+        them there, not in the stored layout."""
         if isinstance(record.get("layout"), Mapping):
-            return cls.from_dict(record["layout"])
+            layout = cls.from_dict(record["layout"])
+            now = _mapping(record.get("components"))
+            return cls(tuple(
+                replace(c, par=_int_or_none(now[c.name][0]))
+                if isinstance(now.get(c.name), list | tuple) and len(now[c.name]) == 2 else c
+                for c in layout.components), layout.edges)
         components = []
         for name, value in _mapping(record.get("components")).items():
             par = num_tasks = None

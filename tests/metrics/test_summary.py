@@ -266,6 +266,11 @@ def test_layout_from_a_real_definition_round_trips_through_a_dict() -> None:
 
 def test_layout_from_a_record_prefers_its_stored_layout() -> None:
     assert TopologyLayout.from_record({"layout": LAYOUT.to_dict(), "components": {}}) == LAYOUT
+    # the executors are the record's components' (a rebalance -e changes them there)
+    rebalanced = TopologyLayout.from_record({"layout": LAYOUT.to_dict(),
+                                             "components": {"split": [4, 4]}})
+    assert [c.par for c in rebalanced.components] == [1, 4, 3]
+    assert rebalanced.edges == LAYOUT.edges
     bare = TopologyLayout.from_record({"components": {"words": [1, 2], "odd": "x"}})
     assert bare.components == (ComponentLayout("words", None, 1, 2),
                                ComponentLayout("odd", None, None, None))
