@@ -221,7 +221,7 @@ class ClusterSource:
             return overview
 
     def act(self, name: str, action: str, *, wait: float | None = None,
-            workers: int | None = None) -> str:
+            workers: int | None = None, executors: dict[str, int] | None = None) -> str:
         """Storm's topology actions (the UI's buttons): record the request as the
         command line does (storm_zmq.cluster.requests) and say what happens next.
         `ActionRefused` for what cannot be done, `UnknownTopology` for no such name."""
@@ -231,7 +231,8 @@ class ClusterSource:
             changes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
                 "activate": lambda r: status_request(name, r, "active", outcome),
                 "deactivate": lambda r: status_request(name, r, "inactive", outcome),
-                "rebalance": lambda r: rebalance_request(name, r, wait, workers, now, outcome),
+                "rebalance": lambda r: rebalance_request(name, r, wait, workers, now, outcome,
+                                                         executors),
                 "kill": lambda r: kill_request(name, topology_id, r, wait, now, outcome),
             }
             change = changes.get(action)

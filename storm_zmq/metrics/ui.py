@@ -289,15 +289,16 @@ class _Handler(BaseHTTPRequestHandler):
                                                    f"address or this machine's name, not {host!r}"}
         name, action = match.groups()
         try:
-            wait, workers = self._action_body(action)
+            wait, workers, executors = self._action_body(action)
         except ValueError as exc:
             return HTTPStatus.BAD_REQUEST, {"error": str(exc)}
+        more = {"executors": executors} if executors else {}  # a source without -e works on
         try:
             check = getattr(self.server.source, "check", None)
             if check is not None:
                 check()
             message = self.server.reader.run(
-                lambda: act(name, action, wait=wait, workers=workers))
+                lambda: act(name, action, wait=wait, workers=workers, **more))
         except UnknownTopology as exc:
             return HTTPStatus.NOT_FOUND, {"error": str(exc)}
         except ActionRefused as exc:
@@ -311,9 +312,9 @@ class _Handler(BaseHTTPRequestHandler):
         log.info("%s: %s", self.address_string(), message)
         return HTTPStatus.OK, {"message": message}
 
-    def _action_body(self, action: str) -> tuple[float | None, int | None]:
-        """(wait_secs, num_workers) of the request's JSON body, each None if absent;
-        ValueError for a body `action` does not take."""
+    def _action_body(self, action: str) -> tuple[float | None, int | None, dict[str, int]]:
+        """(wait_secs, num_workers, executors) of the request's JSON body, None (or {})
+        if absent; ValueError for a body `action` does not take."""
         if self.headers.get("Transfer-Encoding"):  # a body this server would not read
             raise ValueError("send the body with a Content-Length, not chunked")
         try:
@@ -326,7 +327,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length) or b"{}")
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ValueError(f"the body is not JSON: {exc}") from None
-        takes = {"kill": {"wait_secs"}, "rebalance": {"wait_secs", "num_workers"}}.get(action, set())
+        takes = {"kill": {"wait_secs"},
+                 "rebalance": {"wait_secs", "num_workers", "executors"}}.get(action, set())
         if not isinstance(body, dict):
             raise ValueError(f"expected a JSON object as the body, got {json.dumps(body)}")
         if set(body) - takes:
@@ -339,7 +341,12 @@ class _Handler(BaseHTTPRequestHandler):
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                     or workers < 1):
             raise ValueError(f"num_workers must be an integer >= 1, got {json.dumps(workers)}")
-        return (None if wait is None else seconds(wait, "wait_secs")), workers
+        executors = body.get("executors") or {}
+        if not isinstance(executors, dict) or not all(
+                isinstance(n, int) and not isinstance(n, bool) for n in executors.values()):
+            raise ValueError('executors must be an object of component names to whole numbers '
+                             f'(rebalance -e), got {json.dumps(executors)}')
+        return (None if wait is None else seconds(wait, "wait_secs")), workers, executors
 
     def _route(self, path: str) -> None:
         source = self.server.source

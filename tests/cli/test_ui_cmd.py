@@ -75,6 +75,12 @@ def test_the_ui_serves_the_cluster_and_stops_on_sigterm(tmp_path: Path, zk_conf:
         assert post(url + "api/topology/nope/kill")[0] == 404
         assert post(url + "api/topology/t/rebalance", b'{"num_workers": 0}') == (400, {
             "error": "num_workers must be an integer >= 1, got 0"})
+        # rebalance -e, from the UI
+        status, answer = post(url + "api/topology/t/rebalance", b'{"executors": {"s": 2}}')
+        assert (status, answer["error"].split(" (")[0]) == (
+            409, "s: executors between 1 and its 1 task(s), got 2")
+        assert post(url + "api/topology/t/rebalance", b'{"executors": {"s": 1}}')[0] == 200
+        assert state.get_topology("t-1")["rebalance_components"] == {"s": 1}
         assert post(url + "api/topology/t/kill", b'{"wait_secs": 5}')[0] == 200
         assert state.get_topology("t-1")["kill_wait"] == 5
         assert post(url + "api/topology/t/activate") == (409, {

@@ -507,10 +507,11 @@ class ActingSource:
     """Takes every action (the real one, over ZooKeeper: tests/cli/test_ui_cmd.py)."""
 
     def __init__(self) -> None:
-        self.done: list[tuple[str, str, Any, Any]] = []
+        self.done: list[tuple[Any, ...]] = []
 
-    def act(self, name: str, action: str, *, wait: Any = None, workers: Any = None) -> str:
-        self.done.append((name, action, wait, workers))
+    def act(self, name: str, action: str, *, wait: Any = None, workers: Any = None,
+            **more: Any) -> str:
+        self.done.append((name, action, wait, workers, *more.values()))
         return "done"
 
 
@@ -526,7 +527,11 @@ def test_actions_are_refused_when_off_in_a_local_run_and_for_a_bad_body() -> Non
         url = on.url + "api/topology/a%2Fb/rebalance"  # a name is taken as it is, unquoted
         for body, error in [
             (b"[]", "expected a JSON object as the body, got []"),
-            (b'{"workers": 2}', "rebalance takes num_workers and wait_secs, not workers"),
+            (b'{"workers": 2}', "rebalance takes executors and num_workers and wait_secs, not "
+                                "workers"),
+            (b'{"executors": {"relay": "2"}}', "executors must be an object of component names "
+                                               "to whole numbers (rebalance -e)"),
+            (b'{"executors": [2]}', "executors must be an object"),
             (b"{", "the body is not JSON: "),
             (b'{"wait_secs": -1}', "wait_secs must be a number of seconds >= 0, got -1"),
             (b'{"wait_secs": true}', "wait_secs must be a number of seconds >= 0, got true"),
@@ -546,7 +551,9 @@ def test_actions_are_refused_when_off_in_a_local_run_and_for_a_bad_body() -> Non
         assert source.done == []
         assert post(url, b'{"wait_secs": 2, "num_workers": 3}') == (200, {"message": "done"})
         assert post(on.url + "api/topology/wc/kill", b"") == (200, {"message": "done"})
-        assert source.done == [("a/b", "rebalance", 2.0, 3), ("wc", "kill", None, None)]
+        assert post(url, b'{"executors": {"relay": 1}}') == (200, {"message": "done"})
+        assert source.done == [("a/b", "rebalance", 2.0, 3), ("wc", "kill", None, None),
+                               ("a/b", "rebalance", None, None, {"relay": 1})]
 
 
 def test_an_action_for_another_sites_name_is_refused_dns_rebinding() -> None:
