@@ -68,7 +68,7 @@ from storm_zmq.cluster.processes import (
     running_supervisors_slots,
     stop_processes,
 )
-from storm_zmq.cluster.state import ClusterState, impatient_zookeeper_conf
+from storm_zmq.cluster.state import ClusterState, ClusterUnavailable, impatient_zookeeper_conf
 from storm_zmq.cluster.worker import slots_of
 from storm_zmq.logs import open_worker_output, worker_log_path, worker_output_name
 from storm_zmq.runtime.tuning import HOST_SLOT_KEY, host_slot, host_slots, slot_cpu
@@ -177,12 +177,14 @@ class Supervisor:
                 log.warning("%s (storm.local.hostname is not set, so this is the machine's "
                             "name)", exc)
         self._lock_local_dir()
-        self.state.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000)
-        self._adopt_workers()
+        self._adopt_workers()  # local only: its workers are watched from the start
+        interval = float(self.conf["supervisor.monitor.frequency.secs"])
+        if not self._connect(interval):
+            self.shutdown()
+            return 0
         self.logviewer = start_logviewer(self.conf, self.logs_dir)
         log.info("supervisor %s on %s, slots %s, local dir %s", self.id, self.host, self.ports,
                  self.local_dir)
-        interval = float(self.conf["supervisor.monitor.frequency.secs"])
         while not self.stopping.is_set():
             try:
                 if not self.state.connected.is_set():
@@ -206,6 +208,30 @@ class Supervisor:
             self.stopping.wait(interval)
         self.shutdown()
         return 0
+
+    def _connect(self, interval: float) -> bool:
+        """Start the ZooKeeper session, trying until it succeeds, as Storm's
+        supervisor does: one started while ZooKeeper is down used to exit (code 2),
+        leaving the workers it found unwatched, and a service manager restarting it
+        in a loop. Meanwhile the workers it adopted are kept alive. False: told to
+        stop first."""
+        timeout = self.conf["storm.zookeeper.connection.timeout"] / 1000
+        said = False
+        while not self.stopping.is_set():
+            try:
+                self.state.start(timeout=timeout)
+            except ClusterUnavailable as exc:
+                if not said:
+                    log.warning("%s; trying again every %g s (supervisor.monitor.frequency.secs), "
+                                "keeping the workers it found alive meanwhile", exc, interval)
+                    said = True
+                self._restart_dead_workers()
+                self.stopping.wait(interval)
+                continue
+            if said:
+                log.info("ZooKeeper answers: supervisor starting")
+            return True
+        return False
 
     def _lock_local_dir(self) -> None:
         """Hold `storm.local.dir` for as long as this process lives, or refuse.

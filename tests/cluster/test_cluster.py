@@ -498,3 +498,35 @@ def test_deactivate_activate_and_rebalance(cluster: Cluster) -> None:
         return grown == {0, 1}
 
     wait_for(both_spout_tasks_emitting, "ids of both spout tasks after the rebalance")
+
+
+def test_a_supervisor_started_before_its_zookeeper_waits_for_it(tmp_path: Path) -> None:
+    # A cluster audit: it exited (code 2) after the connection timeout, leaving the
+    # workers it would adopt unwatched; Storm's supervisor keeps trying
+    server = ZooKeeperServer(free_port(), tmp_path / "zookeeper")
+    conf = {"storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": server.port,
+            "storm.zookeeper.root": "/late", "storm.zookeeper.connection.timeout": 1000,
+            "storm.zookeeper.session.timeout": 4000, "supervisor.monitor.frequency.secs": 1,
+            "storm.local.dir": str(tmp_path / "s1"), "supervisor.slots.ports": [free_port()],
+            "logviewer.port": free_port()}
+    conf_file = tmp_path / "storm.yaml"
+    conf_file.write_text(yaml.safe_dump(conf))
+    log = tmp_path / "s1.log"
+    with open(log, "wb") as out:
+        supervisor = subprocess.Popen(
+            [sys.executable, "-m", "storm_zmq.cli.main", "supervisor", "-c", str(conf_file)],
+            stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        wait_for(lambda: "trying again every 1 s" in log.read_text(), "its warning", timeout=30)
+        assert supervisor.poll() is None, log.read_text()
+        server.start()
+        with ClusterState(conf).start(timeout=10) as state:
+            wait_for(lambda: len(state.supervisors()) == 1, "the supervisor registered", timeout=30)
+        assert "ZooKeeper answers: supervisor starting" in log.read_text()
+        supervisor.send_signal(signal.SIGTERM)
+        assert supervisor.wait(30) == 0, log.read_text()
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+            supervisor.wait()
+        server.stop()
