@@ -48,6 +48,10 @@ def _process_cpus(pid: int) -> str:
 
 @pytest.mark.slow
 @pytest.mark.skipif(len(ALLOWED) < 2, reason="one CPU: nothing to spread over")
+# serial: a supervisor counts every supervisor running on its machine (the process
+# table), so another test's supervisors (tests/cluster/test_cross_host.py's, in their
+# namespaces) change the CPUs these choose
+@pytest.mark.serial
 @pytest.mark.parametrize("slots", [1, len(ALLOWED)])
 def test_two_supervisors_on_one_host_do_not_pin_two_workers_to_one_cpu(
         cluster: Cluster, slots: int) -> None:
