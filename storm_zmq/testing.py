@@ -54,8 +54,8 @@ from storm_zmq.component import (
     report_and_carry_on,
 )
 from storm_zmq.config import DEFAULTS
-from storm_zmq.runtime.collector import UNCHANGEABLE, direct_task_id, not_a_tuple_id
-from storm_zmq.runtime.serialization import check_decodes, encode_tuple
+from storm_zmq.runtime.collector import all_unchangeable, direct_task_id, not_a_tuple_id
+from storm_zmq.runtime.serialization import as_received
 from storm_zmq.topology.registrations import load_codec
 
 TRY_SERIALIZE = "topology.testing.always.try.serialize"
@@ -108,12 +108,11 @@ class _RecordingCollector:
                             "the context's task->component (%s): a worker drops an emit to a "
                             "task that does not subscribe", h.name, stream, direct_task,
                             sorted(h.tasks))
-        if h.try_serialize or (h.copies and any(v.__class__ not in UNCHANGEABLE for v in values)):
+        if h.try_serialize or (h.copies and not all_unchangeable(values)):
             # as a worker does between workers, or at the emit (topology.copy.emitted.
-            # values): a clear error here, and back, as the receiving worker would; what
-            # is recorded is what the targets get, not what the bolt may change later
-            values = check_decodes(encode_tuple(0, stream, None, values, h.name, h.codec),
-                                   h.name, stream, h.codec)[3][0]
+            # values): a clear error here; what is recorded is what the targets get,
+            # not what the bolt may change later
+            values = as_received(values, 0, stream, h.name, h.codec)
         anchors = list(anchors or [])
         for anchor in anchors:  # as a worker refuses it (with acking on)
             if anchor is not None and not isinstance(anchor, Tuple) and h.input_of(anchor) is anchor:

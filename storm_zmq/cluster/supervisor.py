@@ -168,14 +168,14 @@ class Supervisor:
         return path.read_text().strip()
 
     def run(self) -> int:
-        if self.conf.get("storm.local.hostname"):
+        try:
             check_resolves(self.host)
-        else:  # the machine's own name: it ran before this check, so said, not refused
-            try:
-                check_resolves(self.host)
-            except UnresolvableHostname as exc:
-                log.warning("%s (storm.local.hostname is not set, so this is the machine's "
-                            "name)", exc)
+        except UnresolvableHostname as exc:
+            if self.conf.get("storm.local.hostname"):
+                raise
+            # the machine's own name: it ran before this check, so said, not refused
+            log.warning("%s (storm.local.hostname is not set, so this is the machine's name)",
+                        exc)
         self._lock_local_dir()
         self._adopt_workers()  # local only: its workers are watched from the start
         interval = float(self.conf["supervisor.monitor.frequency.secs"])

@@ -26,9 +26,9 @@ from storm_zmq.runtime.error_throttle import ErrorThrottle
 from storm_zmq.runtime.serialization import (
     SETTLED,
     TupleId,
+    as_received,
     check_decodes,
     decode_tuples,
-    encode_tuple,
 )
 
 if TYPE_CHECKING:
@@ -44,6 +44,11 @@ log = logging.getLogger("storm_zmq.runtime.executor")
 UNCHANGEABLE = frozenset({str, int, float, bool, type(None), bytes, datetime.datetime,
                           datetime.date, datetime.time, datetime.timedelta, decimal.Decimal,
                           uuid.UUID})
+
+def all_unchangeable(values: Sequence[Any]) -> bool:
+    """Whether an emit's values need no copy: each of an `UNCHANGEABLE` type."""
+    return all(value.__class__ in UNCHANGEABLE for value in values)
+
 
 #: A task warns of the emits it drops (direct ones to tasks that do not subscribe,
 #: any of a component that declares no streams) at most this often, per kind.
@@ -134,7 +139,7 @@ class TaskCollector:
         if executor.checks_emits:
             values = self._check_emit(route, values, targets)
         elif executor.copies_values and targets:
-            for value in values:
+            for value in values:  # all_unchangeable, inlined: this runs per emit
                 if value.__class__ not in UNCHANGEABLE:
                     values = self._copy(route, values)
                     break
@@ -231,8 +236,7 @@ class TaskCollector:
             (payload,) = executor._encode_remote(self._task, route.stream, None, [values])
             check_decodes(payload, self._component, route.stream, executor._codec)
             return DecodedEachTime(payload, executor._codec, len(values))
-        if executor.copies_values and targets and any(
-                value.__class__ not in UNCHANGEABLE for value in values):
+        if executor.copies_values and targets and not all_unchangeable(values):
             return self._copy(route, values)
         return values
 
@@ -242,10 +246,8 @@ class TaskCollector:
         reaches no target, and a value no worker could decode fails this emit. Not
         the transport's size limit: that holds only for a tuple that crosses, and is
         checked when one does (`Executor._encode_remote`)."""
-        executor = self._executor
-        payload = encode_tuple(self._task, route.stream, None, values, self._component,
-                               executor._codec)
-        return check_decodes(payload, self._component, route.stream, executor._codec)[3][0]
+        return as_received(values, self._task, route.stream, self._component,
+                           self._executor._codec)
 
     def ack(self, tup: Tuple) -> None:
         bolt = self._bolt

@@ -162,6 +162,18 @@ def check_decodes(
                                  f"worker could not decode this tuple: {exc}") from None
 
 
+def as_received(
+    values: Sequence[Any], source_task: int, stream: str, component: str,
+    codec: ValueCodec = BUILTIN,
+) -> list[Any]:
+    """`values` packed and decoded again now, as another worker would receive them:
+    a copy nothing done to `values` later reaches, and a `SerializationError` naming
+    component and stream for what no worker could receive (the copy at the emit,
+    `topology.copy.emitted.values`, a worker's and the test harness's)."""
+    payload = encode_tuple(source_task, stream, None, values, component, codec)
+    return check_decodes(payload, component, stream, codec)[3][0]
+
+
 def decode_tuples(
     payload: bytes, codec: ValueCodec = BUILTIN,
 ) -> tuple[int, str, list[dict[int, int] | None] | None, list[list[Any]]]:

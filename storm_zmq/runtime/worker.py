@@ -639,6 +639,7 @@ class Worker:
         next_stats = time.monotonic()
         garbage = CollectionClock()
         spouts = self._spouts()
+        bolts = [e for e in self.executors if isinstance(e, BoltExecutor)]
         finished_reported = False
         while True:
             if state.failed.is_set():
@@ -648,15 +649,13 @@ class Worker:
             if command == "activate":
                 for executor in spouts:
                     executor.request_activate()
-                for executor in self.executors:
-                    if isinstance(executor, BoltExecutor):
-                        executor.set_deactivated(False)
+                for executor in bolts:
+                    executor.set_deactivated(False)
             elif command == "deactivate":
                 for executor in spouts:
                     executor.request_deactivate()
-                for executor in self.executors:
-                    if isinstance(executor, BoltExecutor):
-                        executor.set_deactivated(True)
+                for executor in bolts:
+                    executor.set_deactivated(True)
             elif command == "report":  # the local runner draining: a round now
                 next_stats = now
             elif command == "stop":

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import keyword
 import logging
 import os
 import re
@@ -48,7 +47,7 @@ from storm_zmq.spark.session import (
     stop_session,
 )
 from storm_zmq.topology.spec import ComponentSpec
-from storm_zmq.topology.stream import DEFAULT_STREAM, Stream
+from storm_zmq.topology.stream import DEFAULT_STREAM, Stream, is_attribute_name
 
 __all__ = ["ListFetcher", "SparkSpout", "SparkSpoutError"]
 
@@ -533,8 +532,7 @@ def shape_dataframe(df: Any, fields: Sequence[str], who: str, learned: bool = Fa
     problems = column_problems(df.schema)
     if problems:
         raise SparkSpoutError(f"{who}: " + "; ".join(problems))
-    unreachable = [c for c in df.columns
-                   if not c.isidentifier() or keyword.iskeyword(c) or c.startswith("_")]
+    unreachable = [c for c in df.columns if not is_attribute_name(c)]
     if unreachable:
         log.warning("%s: field(s) %s are not Python attribute names: tup.values.<name> cannot "
                     "reach them (by position it can); alias them in source() or declare "

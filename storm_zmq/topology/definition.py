@@ -13,14 +13,13 @@ resolution and must be treated as read-only.
 
 from __future__ import annotations
 
-import keyword
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, NamedTuple
 
 from storm_zmq.topology.grouping import GroupingSpec
 from storm_zmq.topology.spec import ComponentKind
-from storm_zmq.topology.stream import Stream
+from storm_zmq.topology.stream import Stream, is_attribute_name
 
 __all__ = ["ComponentDefinition", "InputDefinition", "TopologyDefinition",
            "MAX_TASK_PARALLELISM_KEY", "with_max_task_parallelism", "storm_context"]
@@ -89,8 +88,7 @@ class TopologyDefinition:
         warnings = []
         for name, component in self.components.items():
             for stream in component.outputs.values():
-                odd = [f for f in stream.fields
-                       if not f.isidentifier() or keyword.iskeyword(f) or f.startswith("_")]
+                odd = [f for f in stream.fields if not is_attribute_name(f)]
                 if odd:
                     where = f" at {self.sources[name]}" if name in self.sources else ""
                     renamed = ", ".join(f"{f!r} is tup.values._{stream.fields.index(f)}"

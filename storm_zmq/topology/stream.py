@@ -7,15 +7,22 @@ creation, and the runtime relies on the declared fields never changing afterward
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from storm_zmq.topology.errors import TopologyError
 
-__all__ = ["DEFAULT_STREAM", "Stream", "is_system_id"]
+__all__ = ["DEFAULT_STREAM", "Stream", "is_attribute_name", "is_system_id"]
 
 DEFAULT_STREAM = "default"
+
+
+def is_attribute_name(field: str) -> bool:
+    """Whether `tup.values.<field>` reaches a field: the values namedtuple renames a
+    field that is no Python identifier, a keyword or starts with ``_`` (``_0``)."""
+    return field.isidentifier() and not keyword.iskeyword(field) and not field.startswith("_")
 
 
 def is_system_id(name: str) -> bool:
