@@ -270,6 +270,7 @@ class _Runner:
         self.stop_sent = False  # "stop" broadcast: a worker exiting 0 from now on is no death
         self.phase = "running"  # then "draining", then "stopping" (see _on_interrupt)
         self.drain_cut = False  # a Ctrl-C ended the drain's wait
+        self.cleanup_wait_said = False  # a Ctrl-C while the workers stop was answered
         self.died = False  # a worker went away unasked (self.error says how)
 
     def run(self) -> RunResult:
@@ -277,6 +278,10 @@ class _Runner:
         previous = {sig: signal.signal(sig, self._on_interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             return self._run()
+        except KeyboardInterrupt:
+            if self.stats.started_at is None:
+                raise  # still starting: nothing ran, nothing to sum up
+            return self._stopped_at_once()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -285,11 +290,20 @@ class _Runner:
     def _on_interrupt(self, signum: int, frame: Any) -> None:
         """The first Ctrl-C stops the run gracefully; one during the drain ends the
         drain's wait, and the workers still run every cleanup() (a second Ctrl-C
-        used to end everything there, and no cleanup() ran); any other aborts."""
+        used to end everything there, and no cleanup() ran); the first one while
+        the workers run cleanup() is answered and waited through (it ended the run
+        in silence, a stop by -t included, and skipped the cleanups left, where
+        users write out final state); any other stops the workers at once
+        (`_stopped_at_once`)."""
         if self.phase == "draining" and not self.drain_cut:
             self.drain_cut = True
             print("\nnot waiting for the tuples in flight: stopping the workers, which run "
                   "cleanup() (Ctrl-C again to stop at once) ...", file=sys.stderr, flush=True)
+            return
+        if self.phase == "stopping" and not self.drain_cut and not self.cleanup_wait_said:
+            self.cleanup_wait_said = True
+            print("\nthe workers are running cleanup() and stopping (Ctrl-C again to stop them "
+                  "at once, leaving what cleanup() has not done) ...", file=sys.stderr, flush=True)
             return
         if self.interrupted or self.phase != "running":
             raise KeyboardInterrupt
@@ -408,6 +422,22 @@ class _Runner:
                 break
         return self._finish(0, reason)
 
+    def _stopped_at_once(self) -> RunResult:
+        """A Ctrl-C that stops at once: the workers that have not stopped are
+        killed, named (their components' cleanup() may not have run), and the run
+        still ends with its summary."""
+        self._terminate()
+        unstopped = [index for index in range(len(self.processes)) if index not in self.stopped]
+        if unstopped:
+            named = "; ".join(f"worker {index} (components {self._components_of(index)})"
+                              for index in unstopped)
+            print(f"stopped at once: killed {named} before it had stopped, so cleanup() may not "
+                  "have run there", file=sys.stderr, flush=True)
+        self.stats.stop(time.monotonic())
+        reason = "interrupted, then stopped at once"
+        self._say(self.stats.summary(reason))
+        return RunResult(130, self.stats, reason)
+
     def _say_undrained(self, waited: float) -> None:
         said = self.stats.undrained(waited)
         if said:
@@ -421,8 +451,14 @@ class _Runner:
                                            else " (logged above)")
             print(f"error: {error}", file=sys.stderr)
         self._broadcast("stop")
+        # the final reports ("stopped") of the workers still there: a worker that
+        # died in its first half second left every count of the others at 0
+        error, deadline = self.error, time.monotonic() + 10
+        while len(self.stopped) < len(self.pipes) and time.monotonic() < deadline:
+            self._poll(0.1)
+        self.error = error  # the run's error was said above; a later one is the workers' to log
         for process in self.processes:
-            process.join(10)
+            process.join(max(0.1, deadline - time.monotonic()))
         self.stats.stop(time.monotonic())
         if code == 0 or self.stats.started_at is not None:
             self._say(self.stats.summary(reason))
@@ -468,8 +504,6 @@ class _Runner:
     def _died(self, index: int, exitcode: int | None) -> str:
         """What a worker that went away unasked died of, and what it ran."""
         slot = self.assignment.workers[index]
-        components = sorted({e.component for e in self.assignment.executors_of(index)
-                             if not e.component.startswith("__")})
         if exitcode is not None and exitcode < 0:
             try:
                 name = signal.Signals(-exitcode).name
@@ -479,8 +513,12 @@ class _Runner:
                 " (out of memory? the kernel's log says: dmesg)" if name == "SIGKILL" else "")
         else:
             how = f"exited unexpectedly with code {exitcode}"
-        return (f"worker {index} (port {slot.port}, components {', '.join(components) or 'none'}) "
-                f"{how}")
+        return f"worker {index} (port {slot.port}, components {self._components_of(index)}) {how}"
+
+    def _components_of(self, index: int) -> str:
+        """The user's components that worker `index` runs, for a message."""
+        return ", ".join(sorted({e.component for e in self.assignment.executors_of(index)
+                                 if not e.component.startswith("__")})) or "none"
 
     def _broadcast(self, command: str) -> None:
         if command == "stop":

@@ -555,6 +555,8 @@ class Worker:
         self.server: Connection | None = None
         self.clients: dict[int, Connection] = {}
         self._failure_reported = False  # a worker reports its (first) failure once
+        # a "deactivate" came after the last "activate": the stop follows a drain
+        self._drained_before_stop = False
         # the reverse channel: backpressure statuses to every peer, from their own
         # thread and connections, so that they never wait behind data
         self._status_out: queue.SimpleQueue[bytes] = queue.SimpleQueue()
@@ -647,11 +649,13 @@ class Worker:
             command = self.control.poll(0.05)
             now = time.monotonic()
             if command == "activate":
+                self._drained_before_stop = False
                 for executor in spouts:
                     executor.request_activate()
                 for executor in bolts:
                     executor.set_deactivated(False)
             elif command == "deactivate":
+                self._drained_before_stop = True
                 for executor in spouts:
                     executor.request_deactivate()
                 for executor in bolts:
@@ -901,12 +905,19 @@ class Worker:
         deadline = time.monotonic() + 10
         for runner in self._executor_threads():
             runner.join(max(0.0, deadline - time.monotonic()))
-        stuck = [_describe_runner(runner) for runner in self._executor_threads() if runner.is_alive()]
+        stuck = list(dict.fromkeys(  # a handed-over executor is listed under two threads
+            _describe_runner(runner) for runner in self._executor_threads() if runner.is_alive()))
         if stuck:  # the process ends without them: say so rather than exit as if clean
+            frames = [_outermost_user_frame(runner) for runner in self._executor_threads()
+                      if runner.is_alive()]
+            in_cleanup = any(frame is not None and frame.f_code.co_name == "cleanup" for frame in frames)
+            how = " (blocked in cleanup())" if in_cleanup else " (blocked in process() or next_tuple()?)"
+            skipped = ", ".join(f"{executor.component!r} task {task}" for executor in self.executors
+                                for task in executor.components if task not in executor.cleaned_up
+                                and not executor.component.startswith("__"))
             self.state.failures.append(WorkerStopTimedOut(
-                f"{'; '.join(stuck)}: did not stop within 12 s of being told to, so "
-                "cleanup() has not run for the components there (blocked in process(), "
-                "next_tuple() or cleanup()?)"))
+                f"{'; '.join(stuck)}: did not stop within 12 s of being told to{how}; "
+                f"cleanup() has not finished for {skipped or 'no component'}"))
             self.state.failed.set()
         if not stuck and not self.state.failed.is_set():  # a failure tells its own story
             self._say_left_behind()
@@ -934,7 +945,14 @@ class Worker:
         cleanup() was said already."""
         queued, unflushed = left_behind(self.state, self.executors)
         dropped = queued + unflushed - sum(e.emitted_in_cleanup for e in self.executors)
-        if dropped > 0:
+        if dropped > 0 and not self._drained_before_stop:
+            log.warning(
+                "worker %d: %d tuple(s) were still queued for its executors, or emitted "
+                "and never flushed, when they stopped: dropped (the stop came without a "
+                "drain first: another worker failed, the run was stopped at once, or this worker "
+                "was moved)",
+                self.index, dropped)
+        elif dropped > 0:
             log.warning(
                 "worker %d: %d tuple(s) were still queued for its executors, or emitted "
                 "and never flushed, when they stopped: dropped (left by a drain that timed "

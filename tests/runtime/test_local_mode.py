@@ -339,6 +339,69 @@ def test_a_long_drain_says_what_it_waits_for_and_ctrl_c_ends_it(tmp_path: Path, 
     assert outputs(tmp_path, "sink"), "cleanup() ran"
 
 
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_while_the_workers_run_cleanup_waits_for_it_and_a_second_stops_at_once(
+    tmp_path: Path, presses: int,
+) -> None:
+    # A Ctrl-C (or a service manager's SIGTERM) while the workers ran cleanup() after
+    # -t or the spouts' end ended the run in silence with exit 130, and skipped the
+    # cleanups not yet done. Here the 20 numbers end before -t.
+    import os
+    import signal
+
+    command = [
+        sys.executable, "-m", "storm_zmq.cli.main", "run", str(PROJECT / "topologies" / "cleanup.py"),
+        "-t", "30", "-q", "-o", f"supervisor.slots.ports={[free_port()]}",
+        "-o", f"test.output_dir={tmp_path}", "-o", "test.count=20",
+        "-o", "test.cleanup=slow", "-o", "test.cleanup_secs=3",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True, cwd=tmp_path)
+    assert process.stdout is not None and process.stderr is not None
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if "cleaner's cleanup started" in line:
+            break
+    assert "cleaner's cleanup started" in seen[-1], seen
+    os.killpg(process.pid, signal.SIGINT)
+    if presses == 2:
+        for line in process.stderr:
+            seen.append(line)
+            if "Ctrl-C again to stop them at once" in line:
+                break
+        assert "the workers are running cleanup()" in seen[-1], seen
+        os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    stderr = "".join(seen) + stderr
+    if presses == 1:
+        assert process.returncode == 0, stderr
+        assert "the workers are running cleanup() and stopping" in stderr
+        assert "stopped after" in stdout and "every spout is exhausted" in stdout, stdout
+        assert outputs(tmp_path, "cleaner"), "the slow cleanup() finished"
+        assert outputs(tmp_path, "sink"), "every cleanup() ran"
+    else:
+        assert process.returncode == 130, stderr
+        assert "stopped at once: killed worker 0 (components cleaner, numbers, sink) before it " \
+               "had stopped, so cleanup() may not have run there" in stderr, stderr
+        assert "interrupted, then stopped at once" in stdout, stdout
+        assert not outputs(tmp_path, "cleaner"), "the slow cleanup() was cut short"
+
+
+def test_a_cleanup_that_hangs_is_named_with_the_cleanups_it_kept_from_running(tmp_path: Path) -> None:
+    # The worker gives its executors 12 s to stop. Said before: "cleanup() has not run
+    # for the components there (blocked in process(), next_tuple() or cleanup()?)",
+    # listing every component of the shared thread, those whose cleanup() had run too.
+    result = run("cleanup.py", tmp_path, "-t", "30", "-o", "test.count=20",
+                 "-o", "test.cleanup=slow", "-o", "test.cleanup_secs=60")
+    assert result.returncode == 1, result.stderr
+    assert "did not stop within 12 s of being told to (blocked in cleanup()); cleanup() has " \
+           "not finished for 'cleaner' task" in result.stderr, result.stderr
+    said = result.stderr.split("cleanup() has not finished for ", 1)[1].splitlines()[0]
+    ran = outputs(tmp_path, "sink")
+    assert ("'sink' task" in said) != bool(ran), (said, ran)  # named if and only if it did not run
+
+
 def test_a_batching_bolt_without_ticks_is_warned_about(tmp_path: Path) -> None:
     result = run("batching_without_ticks.py", tmp_path, "-o", "test.count=10",
                  "-o", "topology.acker.executors=0")
@@ -701,6 +764,17 @@ def test_a_worker_that_goes_away_unasked_fails_the_run_saying_how_and_what_it_ra
     assert "error: worker 0 (port " in result.stderr
     assert f"components dying, numbers) {said}" in result.stderr
     assert "a worker died" in result.stdout
+
+
+def test_a_run_whose_worker_dies_at_once_sums_up_what_the_others_did(tmp_path: Path) -> None:
+    # The survivors' final reports were never read: a worker that died before its
+    # first report (every half second) left the summary at 0 everywhere.
+    result = run("dies.py", tmp_path, "-o", "test.count=100", "-o", "test.death=exit0",
+                 "-t", "60", workers=2)
+    assert result.returncode == 1, result.stderr
+    assert "components dying) exited unexpectedly with code 0" in result.stderr, result.stderr
+    numbers = next(line.split() for line in result.stdout.splitlines() if line.strip().startswith("numbers"))
+    assert int(numbers[1]) >= 6, result.stdout  # emitted: the dying bolt saw 0 to 5
 
 
 def test_a_workers_error_is_said_in_one_line_that_names_the_exception() -> None:

@@ -296,14 +296,16 @@ def test_a_components_conf_keeps_storms_per_component_keys_and_the_users_only() 
 
 def test_the_stop_says_what_was_dropped_once(caplog: pytest.LogCaptureFixture) -> None:
     """Tuples emitted in cleanup() were warned about by their executor, then counted
-    again by the stop's warning; a worker that failed said it after its traceback."""
+    again by the stop's warning; a worker that failed said it after its traceback.
+    Without a drain before the stop (another worker failed), the warning says so
+    rather than suggest a drain that timed out or a thread of the user's."""
     import types
 
     from storm_zmq.runtime.worker import Worker
 
     state = word_count_state()
     executors = [types.SimpleNamespace(unflushed=0, emitted_in_cleanup=0) for _ in range(2)]
-    worker = types.SimpleNamespace(state=state, executors=executors, index=0)
+    worker = types.SimpleNamespace(state=state, executors=executors, index=0, _drained_before_stop=True)
     (queue, *_) = state.queues.values()
     queue.put([(0, None)] * 3)
     with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.worker"):
@@ -314,7 +316,13 @@ def test_the_stop_says_what_was_dropped_once(caplog: pytest.LogCaptureFixture) -
         Worker._say_left_behind(worker)  # type: ignore[arg-type]
     (said,) = [r.getMessage() for r in caplog.records]
     assert said.startswith("worker 0: 2 tuple(s) were still queued for its executors, or emitted "
-                           "and never flushed, when they stopped: dropped")
+                           "and never flushed, when they stopped: dropped (left by a drain")
+    caplog.clear()
+    worker._drained_before_stop = False
+    with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.worker"):
+        Worker._say_left_behind(worker)  # type: ignore[arg-type]
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert "dropped (the stop came without a drain first: another worker failed" in said, said
 
 
 def test_a_component_blocked_in_a_thread_of_its_own_is_named_and_a_poller_is_not(

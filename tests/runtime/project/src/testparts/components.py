@@ -426,12 +426,15 @@ class OrderSinkBolt(Bolt):
 
 class CleanupBolt(Bolt):
     """What a bolt may do as the run stops: with test.cleanup "raise" its cleanup()
-    raises, with "emit" it emits its count there; test.hold keeps every input
-    un-acked, so that the stop's drain waits for the message timeout."""
+    raises, with "emit" it emits its count there, with "slow" it says it started,
+    takes `test.cleanup_secs` and then writes its count (a cleanup saving state);
+    test.hold keeps every input un-acked, so that the stop's drain waits for the
+    message timeout."""
 
     outputs = ["count"]
 
     def initialize(self, conf, ctx):
+        self.conf, self.task = conf, ctx["taskid"]
         self.mode = conf.get("test.cleanup")
         self.auto_ack = not conf.get("test.hold", False)
         self.count = 0
@@ -442,6 +445,10 @@ class CleanupBolt(Bolt):
     def cleanup(self):
         if self.mode == "raise":
             raise RuntimeError("cleanup failed on purpose")
+        if self.mode == "slow":
+            print("cleaner's cleanup started", flush=True)
+            time.sleep(float(self.conf["test.cleanup_secs"]))  # the user's slow work, not a wait
+            write_output(self.conf, f"cleaner-{self.task}.json", self.count)
         if self.mode == "emit":
             print(f"cleaner counted {self.count} in {self.topology_name}")
             sys.stderr.write(f"cleaner's stderr:\n  {self.count} tuples\n")
