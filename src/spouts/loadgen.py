@@ -11,10 +11,20 @@ for a millisecond (Storm's spout wait strategy): the spout never spins a core.
 Every sentence carries a `tup_id`, so with acking on each one is tracked and the
 spout's complete latency (emit to the ack of its whole tuple tree) is measured.
 A rate of 0 means no pacing: as fast as the topology takes it.
+
+That complete latency starts at the emit, as Storm's does, so it leaves out how
+late the spout was called: a sentence due at t but emitted at t + 3 ms, after the
+spout's wait and the bolts' turns, hides those 3 ms (coordinated omission). With
+``loadgen.latency.dir`` set, each task also measures every ack from the moment its
+sentence was due, as Storm's own loadgen does, and appends them to
+``latency-<task>.jsonl`` there every half second (scripts/bench_topology.py judges
+the latency target on these).
 """
 
 import itertools
+import json
 import time
+from pathlib import Path
 
 from spouts.sentences import TEXT
 from storm_zmq import Spout
@@ -22,8 +32,11 @@ from storm_zmq import Spout
 #: Topology config keys read by the spout, with their defaults.
 RATE_KEY = "loadgen.rate"  # offered words/s over all tasks of the spout; 0 = unpaced
 BURST_KEY = "loadgen.burst"  # most sentences emitted per next_tuple() call
+LATENCY_DIR_KEY = "loadgen.latency.dir"  # where each task writes its acks' latencies
 DEFAULT_RATE = 10_000
 DEFAULT_BURST = 100
+#: How often a task appends what it measured to its latency file.
+LATENCY_WRITE_SECS = 0.5
 
 SENTENCES = [line.strip() for line in TEXT.splitlines()]
 
@@ -41,6 +54,13 @@ class LoadGenSpout(Spout):
         self.ids = itertools.count()
         self.words = 0  # words emitted since activation
         self.started = None
+        directory = storm_conf.get(LATENCY_DIR_KEY)
+        self.latency_file = Path(directory) / f"latency-{context['taskid']}.jsonl" if directory else None
+        # with a latency file: tup_id -> (when it was due, when it was emitted), for
+        # the tuples in flight (at most topology.max.spout.pending of them)
+        self.in_flight = {}
+        self.acks = []  # [ack time, ms since due, ms the emit was late], not yet written
+        self.next_write = 0.0
 
     def activate(self):
         # Pacing starts when the topology does; a re-activation starts afresh.
@@ -55,9 +75,43 @@ class LoadGenSpout(Spout):
             if self.words >= due:
                 return  # nothing due yet: the executor waits, no spinning
         sentences, emit, ids = self.sentences, self.emit, self.ids
+        timed = self.latency_file is not None
         for _ in range(self.burst):
             sentence, words = next(sentences)
-            emit([sentence], tup_id=next(ids))
+            tup_id = next(ids)
+            if timed:
+                now = time.monotonic()
+                due_at = self.started + self.words / self.rate if self.rate > 0 else now
+                self.in_flight[tup_id] = (due_at, now)
+            emit([sentence], tup_id=tup_id)
             self.words += words
             if self.rate > 0 and self.words >= due:
                 return
+
+    def ack(self, tup_id):
+        times = self.in_flight.pop(tup_id, None)
+        if times is None:
+            return
+        now = time.monotonic()
+        due_at, emitted_at = times
+        self.acks.append([now, (now - due_at) * 1000, (emitted_at - due_at) * 1000])
+        if now >= self.next_write:
+            self.write_latencies(now)
+
+    def fail(self, tup_id):
+        self.in_flight.pop(tup_id, None)
+
+    def deactivate(self):
+        self.write_latencies(time.monotonic())
+
+    def cleanup(self):
+        self.write_latencies(time.monotonic())
+
+    def write_latencies(self, now):
+        """Append the acks measured since the last write as one JSON line."""
+        self.next_write = now + LATENCY_WRITE_SECS
+        if self.latency_file is None or not self.acks:
+            return
+        with self.latency_file.open("a") as out:
+            out.write(json.dumps({"acks": self.acks}) + "\n")
+        self.acks = []

@@ -43,15 +43,34 @@ def test_window_rate_sums_per_worker_rates_inside_the_window(bench: ModuleType) 
     # worker 0: (3000 - 1000) / 2 s; worker 1: 500 / 1 s; reports outside [1, 3] ignored
     assert bench.window_rate(stats, "count_bolt", "executed", 1.0, 3.0) == pytest.approx(1_500)
     assert bench.window_rate(stats, "split_bolt", "executed", 1.0, 3.0) == 0
+    # a worker that runs the component but reported once in the window has no rate:
+    # not a silent 0 in the sum
+    with pytest.raises(bench.BenchError, match="worker 0 sent 1 report"):
+        bench.window_rate(stats, "count_bolt", "executed", 1.0, 2.0)
 
 
 def test_latencies_and_percentiles_come_from_the_window(bench: ModuleType) -> None:
-    stats = _stats([], [(0.5, [1000.0]), (1.5, [3.0, 1.0, 2.0]), (2.5, [4.0]), (9.0, [500.0])])
+    # a report carries the half second before it: the one at 1.2 s may hold acks
+    # from before the window's start at 1 s
+    stats = _stats([], [(0.5, [1000.0]), (1.2, [700.0]), (1.5, [3.0, 1.0, 2.0]), (2.5, [4.0]),
+                        (9.0, [500.0])])
     ordered = bench.window_latencies(stats, 1.0, 3.0)
     assert ordered == [1.0, 2.0, 3.0, 4.0]
     assert bench.percentile(ordered, 0.5) == 3.0
     assert bench.percentile(ordered, 0.999) == 4.0
     assert bench.percentile([], 0.5) is None
+
+
+def test_the_loadgens_latencies_count_from_when_each_sentence_was_due(
+    bench: ModuleType, tmp_path: Path,
+) -> None:
+    # what spouts.loadgen writes: per ack, [ack time, ms since due, ms the emit was late]
+    (tmp_path / "latency-3.jsonl").write_text(
+        json.dumps({"acks": [[0.9, 50.0, 40.0], [1.1, 7.0, 5.0]]}) + "\n"
+        + json.dumps({"acks": [[2.0, 2.0, 0.5]]}) + "\n")
+    (tmp_path / "latency-4.jsonl").write_text(json.dumps({"acks": [[1.5, 3.0, 1.0], [3.1, 9.0, 0.0]]}) + "\n")
+    from_due, late = bench.loadgen_latencies(tmp_path, 1.0, 3.0)
+    assert from_due == [2.0, 3.0, 7.0] and late == [0.5, 1.0, 5.0]
 
 
 def test_targets(bench: ModuleType) -> None:
@@ -149,6 +168,10 @@ def test_tiny_run_writes_a_complete_report(tmp_path: Path) -> None:
     latency = rows[("zmq", 1, True)]["latency"]
     assert latency["samples"] > 0
     assert 0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["p999_ms"]
+    # from when each sentence was due (the loadgen's files), with Storm's emit-to-ack beside it
+    assert latency["emit_late_p99_ms"] is not None and latency["achieved_fraction"] > 0
+    assert set(latency["emit_to_ack"]) == {"p50_ms", "p99_ms", "p999_ms", "samples"}
+    assert "loadgen.latency.dir" not in latency["overrides"]
     assert latency["offered_words_per_s"] == pytest.approx(
         0.5 * rows[("zmq", 1, True)]["throughput"]["words_per_s"])
     assert {t["target"] for t in report["targets"]} >= {
@@ -169,8 +192,9 @@ def test_a_users_topology_is_benchmarked(tmp_path: Path) -> None:
     report_file = tmp_path / "user.json"
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--topology", str(USER_TOPOLOGY), "--measure", "count",
+         # 3 s: latencies count from half a second into the 1 s warm-up's end
          "--transports", "tcp", "--workers", "2", "--acking", "on", "--rounds", "1",
-         "--seconds", "2", "--json", str(report_file),
+         "--seconds", "3", "--json", str(report_file),
          "-o", "test.count=1000000000", "-o", f"test.output_dir={tmp_path}"],
         cwd=REPO, capture_output=True, text=True, timeout=60,
     )
