@@ -76,6 +76,7 @@ import sys
 import tempfile
 import threading
 import time
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,17 +214,18 @@ def window_latencies(stats: ReportRecorder, start: float, end: float) -> list[fl
 
 
 def loadgen_latencies(directory: Path, start: float, end: float) -> tuple[list[float], list[float]]:
-    """What `spouts.loadgen` measured with ``loadgen.latency.dir`` set, for the acks
-    within [start, end] (its clock is this process's: CLOCK_MONOTONIC is the
-    machine's): the latencies from when each sentence was due, and how late each
-    was emitted, both in ms and ascending."""
+    """What `spouts.loadgen` measured with ``loadgen.latency.dir`` set (per ack three
+    doubles: its time, ms since due, ms the emit was late), for the acks within
+    [start, end] (its clock is this process's: CLOCK_MONOTONIC is the machine's):
+    the latencies from when each sentence was due, and how late each was emitted,
+    both ascending."""
     from_due, late = [], []
-    for path in sorted(directory.glob("latency-*.jsonl")):
-        for line in path.read_text().splitlines():
-            for t, since_due, emitted_late in json.loads(line)["acks"]:
-                if start <= t <= end:
-                    from_due.append(since_due)
-                    late.append(emitted_late)
+    for path in sorted(directory.glob("latency-*.bin")):
+        values = array("d", path.read_bytes())
+        for t, since_due, emitted_late in zip(values[0::3], values[1::3], values[2::3], strict=True):
+            if start <= t <= end:
+                from_due.append(since_due)
+                late.append(emitted_late)
     return sorted(from_due), sorted(late)
 
 

@@ -17,13 +17,17 @@ late the spout was called: a sentence due at t but emitted at t + 3 ms, after th
 spout's wait and the bolts' turns, hides those 3 ms (coordinated omission). With
 ``loadgen.latency.dir`` set, each task also measures every ack from the moment its
 sentence was due, as Storm's own loadgen does, and appends them to
-``latency-<task>.jsonl`` there every half second (scripts/bench_topology.py judges
-the latency target on these).
+``latency-<task>.bin`` there every half second (scripts/bench_topology.py judges
+the latency target on these): per ack three native doubles, its time
+(`time.monotonic`), the ms since it was due and the ms its emit was late. Raw
+doubles because the writing runs in the spout's turn, holding up the worker's
+other executors: a JSON line of a half second's acks took 5 ms, enough to move
+the p99 it measures; the array's `tofile` takes 0.1 ms.
 """
 
 import itertools
-import json
 import time
+from array import array
 from pathlib import Path
 
 from spouts.sentences import TEXT
@@ -55,11 +59,11 @@ class LoadGenSpout(Spout):
         self.words = 0  # words emitted since activation
         self.started = None
         directory = storm_conf.get(LATENCY_DIR_KEY)
-        self.latency_file = Path(directory) / f"latency-{context['taskid']}.jsonl" if directory else None
+        self.latency_file = Path(directory) / f"latency-{context['taskid']}.bin" if directory else None
         # with a latency file: tup_id -> (when it was due, when it was emitted), for
         # the tuples in flight (at most topology.max.spout.pending of them)
         self.in_flight = {}
-        self.acks = []  # [ack time, ms since due, ms the emit was late], not yet written
+        self.acks = array("d")  # per ack: its time, ms since due, ms the emit was late
         self.next_write = 0.0
 
     def activate(self):
@@ -94,7 +98,7 @@ class LoadGenSpout(Spout):
             return
         now = time.monotonic()
         due_at, emitted_at = times
-        self.acks.append([now, (now - due_at) * 1000, (emitted_at - due_at) * 1000])
+        self.acks.extend((now, (now - due_at) * 1000, (emitted_at - due_at) * 1000))
         if now >= self.next_write:
             self.write_latencies(now)
 
@@ -108,10 +112,10 @@ class LoadGenSpout(Spout):
         self.write_latencies(time.monotonic())
 
     def write_latencies(self, now):
-        """Append the acks measured since the last write as one JSON line."""
+        """Append the acks measured since the last write to the latency file."""
         self.next_write = now + LATENCY_WRITE_SECS
         if self.latency_file is None or not self.acks:
             return
-        with self.latency_file.open("a") as out:
-            out.write(json.dumps({"acks": self.acks}) + "\n")
-        self.acks = []
+        with self.latency_file.open("ab") as out:
+            self.acks.tofile(out)
+        self.acks = array("d")

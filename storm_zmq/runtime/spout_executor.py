@@ -63,15 +63,24 @@ class SpoutExecutor(Executor):
         self._idle_until = 0.0  # a shared thread's spout: next_tuple() not before this
         self.complete_ms_total = 0.0
         self.complete_samples = 0
-        self._said_unbounded = False  # _say_unbounded, once
+        self._said_timeouts = False  # _say_timeouts, once
 
-    def _say_unbounded(self, expired: int) -> None:
-        """Trees time out while nothing bounds what is in flight: replays join the
-        queues their trees timed out in, behind the stale copies, and can time out
-        again and again (a run with a slow sink replayed 150,000 times for 20,000
-        ids and never finished; Storm does the same). Said once, with the remedy."""
-        self._said_unbounded = True
+    def _say_timeouts(self, expired: int) -> None:
+        """The first trees to time out, said once: a summary that showed only "failed"
+        left a user to guess that a bolt never acked. Without anything bounding what
+        is in flight, replays join the queues their trees timed out in, behind the
+        stale copies, and can time out again and again (a run with a slow sink
+        replayed 150,000 times for 20,000 ids and never finished; Storm does the
+        same): then the remedy is said too."""
+        self._said_timeouts = True
         timeout = self.worker.conf.get("topology.message.timeout.secs")
+        if self.max_pending is not None:
+            log.warning(
+                "spout %r: %d tuple tree(s) timed out (topology.message.timeout.secs %s): "
+                "counted as failed and passed to fail(). A bolt that never acks or fails "
+                "its input times its trees out, and so does a tree slower than the timeout. "
+                "(Said once per spout executor.)", self.component, expired, timeout)
+            return
         log.warning(
             "spout %r: %d tuple tree(s) timed out (topology.message.timeout.secs %s) and "
             "topology.max.spout.pending is not set (or 0): with nothing bounding what is in "
@@ -159,8 +168,8 @@ class SpoutExecutor(Executor):
             for expired in expired_trees:
                 self.failed += 1
                 self._call_hook(expired.task_id, components[expired.task_id].fail, expired.msg_id)
-            if expired_trees and self.max_pending is None and not self._said_unbounded:
-                self._say_unbounded(len(expired_trees))
+            if expired_trees and not self._said_timeouts:
+                self._say_timeouts(len(expired_trees))
             self._next_rotation = now + self.pending.rotation_interval_secs
         self._run_deferred_acks()
         emitted = 0

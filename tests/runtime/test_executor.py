@@ -914,7 +914,7 @@ def test_a_spout_draws_its_roots_for_an_acker_of_its_own_worker() -> None:
 
 
 @pytest.mark.parametrize("max_pending", [None, 0, 10])  # 0: Storm's unbounded, as None
-def test_trees_timing_out_with_nothing_bounding_what_is_in_flight_are_said_once(
+def test_trees_timing_out_are_said_once_with_the_remedy_when_nothing_bounds_what_is_in_flight(
         max_pending: int | None, caplog: pytest.LogCaptureFixture) -> None:
     # replays wait behind what timed out and can time out again, for ever: a slow
     # sink with a short message timeout never finished (a chaos run, session 20)
@@ -930,8 +930,12 @@ def test_trees_timing_out_with_nothing_bounding_what_is_in_flight_are_said_once(
             spout._next_rotation = 0.0
             spout._round(may_emit=False)
         assert spout.failed == round_ + 1
-    said = [r.getMessage() for r in caplog.records if "max.spout.pending is not set" in r.getMessage()]
-    assert len(said) == (0 if max_pending else 1)
+    said = [r.getMessage() for r in caplog.records if "timed out" in r.getMessage()]
+    assert len(said) == 1, said  # the first time only
+    assert said[0].startswith("spout 'sentence_spout': 1 tuple tree(s) timed out (topology."
+                              "message.timeout.secs 30)")
+    assert ("max.spout.pending is not set" in said[0]) == (not max_pending)
+    assert ("A bolt that never acks or fails its input" in said[0]) == bool(max_pending)
     assert spout.max_pending == (max_pending or None)
 
 

@@ -64,11 +64,12 @@ def test_latencies_and_percentiles_come_from_the_window(bench: ModuleType) -> No
 def test_the_loadgens_latencies_count_from_when_each_sentence_was_due(
     bench: ModuleType, tmp_path: Path,
 ) -> None:
-    # what spouts.loadgen writes: per ack, [ack time, ms since due, ms the emit was late]
-    (tmp_path / "latency-3.jsonl").write_text(
-        json.dumps({"acks": [[0.9, 50.0, 40.0], [1.1, 7.0, 5.0]]}) + "\n"
-        + json.dumps({"acks": [[2.0, 2.0, 0.5]]}) + "\n")
-    (tmp_path / "latency-4.jsonl").write_text(json.dumps({"acks": [[1.5, 3.0, 1.0], [3.1, 9.0, 0.0]]}) + "\n")
+    # what spouts.loadgen writes: per ack, its time, ms since due, ms the emit was late
+    from array import array
+
+    (tmp_path / "latency-3.bin").write_bytes(
+        array("d", [0.9, 50.0, 40.0, 1.1, 7.0, 5.0]).tobytes() + array("d", [2.0, 2.0, 0.5]).tobytes())
+    (tmp_path / "latency-4.bin").write_bytes(array("d", [1.5, 3.0, 1.0, 3.1, 9.0, 0.0]).tobytes())
     from_due, late = bench.loadgen_latencies(tmp_path, 1.0, 3.0)
     assert from_due == [2.0, 3.0, 7.0] and late == [0.5, 1.0, 5.0]
 
