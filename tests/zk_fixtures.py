@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import uuid
@@ -20,15 +19,10 @@ from kazoo.client import KazooClient
 
 from storm_zmq.cluster import ClusterState
 from tests.machine import missing
+from tests.messaging.conftest import free_port  # one source of ports: never one twice
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "zookeeper.sh"
 JAR = Path("/usr/share/java/zookeeper.jar")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class ZooKeeperServer:

@@ -18,7 +18,8 @@ spout's wait and the bolts' turns, hides those 3 ms (coordinated omission). With
 ``loadgen.latency.dir`` set, each task also measures every ack from the moment its
 sentence was due, as Storm's own loadgen does, and appends them to
 ``latency-<task>.bin`` there every half second (scripts/bench_topology.py judges
-the latency target on these): per ack three native doubles, its time
+the latency target on these; it gives each run a new directory, as files are
+appended to): per ack three native doubles, its time
 (`time.monotonic`), the ms since it was due and the ms its emit was late. Raw
 doubles because the writing runs in the spout's turn, holding up the worker's
 other executors: a JSON line of a half second's acks took 5 ms, enough to move
@@ -61,7 +62,8 @@ class LoadGenSpout(Spout):
         directory = storm_conf.get(LATENCY_DIR_KEY)
         self.latency_file = Path(directory) / f"latency-{context['taskid']}.bin" if directory else None
         # with a latency file: tup_id -> (when it was due, when it was emitted), for
-        # the tuples in flight (at most topology.max.spout.pending of them)
+        # the tuples in flight (at most topology.max.spout.pending of them, if set;
+        # else as many as the message timeout lets be in flight)
         self.in_flight = {}
         self.acks = array("d")  # per ack: its time, ms since due, ms the emit was late
         self.next_write = 0.0

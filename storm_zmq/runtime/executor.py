@@ -184,9 +184,11 @@ class Executor(threading.Thread):
         self._cyclic_tasks = worker.cyclic_tasks(self.component)
         self._exhausted_tasks: set[int] = set()
         self.components: dict[int, Any] = {}
-        #: the tasks whose cleanup() has returned or raised (a stop that timed out
-        #: names the others: `WorkerProcess._shutdown`)
+        #: the tasks whose cleanup() has returned or raised, and the one whose
+        #: cleanup() runs now: a stop that timed out names the others and says
+        #: whether it hangs in cleanup() (`Worker._shutdown`)
         self.cleaned_up: set[int] = set()
+        self.in_cleanup: int | None = None
         # Load-aware shuffles (topology.disable.loadaware.messaging), refreshed per flush.
         self._load_aware = not worker.conf.get("topology.disable.loadaware.messaging")
         self._shuffles: list[Any] = []
@@ -283,9 +285,11 @@ class Executor(threading.Thread):
         self._flush_unless_closed()
         for task, component in self.components.items():
             emitted = self.emitted
+            self.in_cleanup = task
             try:
                 component.cleanup()
             finally:
+                self.in_cleanup = None
                 self.cleaned_up.add(task)
             if self.emitted != emitted:
                 self.emitted_in_cleanup += self.emitted - emitted  # said here, once

@@ -46,6 +46,10 @@ DRAIN_NOTICE_SECS = 2.0
 #: because a report counts every place a tuple can be (RunStats.backlog): queues, the
 #: batch an executor is running, the send thread's hand, and messages between workers.
 DRAIN_ROUND_SECS = 0.1
+#: How long a stop waits for the workers' last reports before it kills them: more
+#: than the 12 s a worker gives its executors to stop (`Worker._shutdown`), so that
+#: a worker stuck in cleanup() says so itself first.
+FINISH_WAIT_SECS = 15.0
 
 
 _TRACEBACK_HEAD = "Traceback (most recent call last):"
@@ -114,6 +118,9 @@ class RunResult:
     exit_code: int
     stats: RunStats
     reason: str
+    #: a Ctrl-C or SIGTERM took part in the stop, whatever the reason says (a stop
+    #: by -t whose cleanups a Ctrl-C interrupted still "ran N s"); benchmarks stop on it
+    interrupted: bool = False
 
 
 def prepare_run(options: RunOptions, warn: bool = True) -> tuple[Any, dict[str, Any], int]:
@@ -268,10 +275,15 @@ class _Runner:
         self.error_printed = False
         self.stopped: set[int] = set()
         self.stop_sent = False  # "stop" broadcast: a worker exiting 0 from now on is no death
-        self.phase = "running"  # then "draining", then "stopping" (see _on_interrupt)
+        # then "draining", "stopping" (the workers told to stop, or a failure's
+        # stop) and "done" (the summary said): what a Ctrl-C does, `_on_interrupt`
+        self.phase = "running"
         self.drain_cut = False  # a Ctrl-C ended the drain's wait
         self.cleanup_wait_said = False  # a Ctrl-C while the workers stop was answered
         self.died = False  # a worker went away unasked (self.error says how)
+        self.error_said = False  # `_say_error` printed self.error
+        self.failed: set[int] = set()  # workers that reported a failure: they end themselves
+        self.ending = "interrupted"  # why the run is stopping, once it is (`_stopped_at_once`)
 
     def run(self) -> RunResult:
         # SIGTERM (`timeout`, a service manager) stops the run as Ctrl-C does
@@ -288,13 +300,30 @@ class _Runner:
             self._terminate()
 
     def _on_interrupt(self, signum: int, frame: Any) -> None:
-        """The first Ctrl-C stops the run gracefully; one during the drain ends the
-        drain's wait, and the workers still run every cleanup() (a second Ctrl-C
-        used to end everything there, and no cleanup() ran); the first one while
-        the workers run cleanup() is answered and waited through (it ended the run
-        in silence, a stop by -t included, and skipped the cleanups left, where
-        users write out final state); any other stops the workers at once
-        (`_stopped_at_once`)."""
+        """Each Ctrl-C (or SIGTERM) goes one step further, and says what the next
+        one would do. Once running: the first stops the run gracefully, and from
+        then on a second ends the drain's wait (even one pressed before the drain
+        began: a double tap); the workers still run every cleanup() (a second
+        Ctrl-C used to end everything there, and no cleanup() ran). The first
+        one while the workers run cleanup() is answered and waited through (it
+        ended the run in silence, a stop by -t included, and skipped the cleanups
+        left, where users write out final state). Any other stops the workers at
+        once (`_stopped_at_once`). While the workers start, a second one stops at
+        once; after the summary, nothing."""
+        if self.phase == "done":
+            return
+        if self.stats.started_at is None:
+            if self.interrupted:
+                raise KeyboardInterrupt
+            self.interrupted = True
+            print("\nstopping the workers, which are still starting ...", file=sys.stderr, flush=True)
+            return
+        if self.phase == "running":
+            self.interrupted = True
+            self.phase = "draining"
+            print("\nstopping (Ctrl-C again to stop waiting for the tuples in flight) ...",
+                  file=sys.stderr, flush=True)
+            return
         if self.phase == "draining" and not self.drain_cut:
             self.drain_cut = True
             print("\nnot waiting for the tuples in flight: stopping the workers, which run "
@@ -305,14 +334,7 @@ class _Runner:
             print("\nthe workers are running cleanup() and stopping (Ctrl-C again to stop them "
                   "at once, leaving what cleanup() has not done) ...", file=sys.stderr, flush=True)
             return
-        if self.interrupted or self.phase != "running":
-            raise KeyboardInterrupt
-        self.interrupted = True
-        if self.stats.started_at is None:
-            print("\nstopping the workers, which are still starting ...", file=sys.stderr, flush=True)
-            return
-        print("\nstopping (Ctrl-C again to stop waiting for the tuples in flight) ...",
-              file=sys.stderr, flush=True)
+        raise KeyboardInterrupt
 
     def _run(self) -> RunResult:
         spawn = multiprocessing.get_context("spawn")
@@ -379,6 +401,7 @@ class _Runner:
         return self._stop_gracefully(reason)
 
     def _stop_gracefully(self, reason: str) -> RunResult:
+        self.ending = reason
         self._broadcast("deactivate")
         timeout = float(self.conf["topology.message.timeout.secs"])
         started = time.monotonic()
@@ -425,46 +448,84 @@ class _Runner:
     def _stopped_at_once(self) -> RunResult:
         """A Ctrl-C that stops at once: the workers that have not stopped are
         killed, named (their components' cleanup() may not have run), and the run
-        still ends with its summary."""
-        self._terminate()
-        unstopped = [index for index in range(len(self.processes)) if index not in self.stopped]
-        if unstopped:
-            named = "; ".join(f"worker {index} (components {self._components_of(index)})"
-                              for index in unstopped)
-            print(f"stopped at once: killed {named} before it had stopped, so cleanup() may not "
-                  "have run there", file=sys.stderr, flush=True)
+        still ends with its summary: exit 130, or 1 if it was stopping for a
+        failure, which is said if it was not yet."""
+        self.phase = "done"
+        self._read_waiting_reports()
+        self._kill_unstopped("stopped at once")
+        self._terminate()  # those finishing their exit too
+        if self.error:
+            self._say_error()
         self.stats.stop(time.monotonic())
-        reason = "interrupted, then stopped at once"
+        reason = f"{self.ending}, then stopped at once"
         self._say(self.stats.summary(reason))
-        return RunResult(130, self.stats, reason)
+        return RunResult(1 if self.error else 130, self.stats, reason, interrupted=True)
+
+    def _read_waiting_reports(self) -> None:
+        """The reports already in the pipes (a worker's last one before it stopped)."""
+        from multiprocessing.connection import wait
+
+        for _ in range(4 * len(self.pipes)):
+            alive = [p for i, p in enumerate(self.pipes) if i not in self.stopped]
+            if not alive or not wait(alive, 0):
+                return
+            self._poll(0)
+
+    def _kill_unstopped(self, why: str) -> None:
+        """Kill the workers still running, naming those that have not said they
+        stopped or failed, and what that skips (one that said so is only finishing
+        its exit)."""
+        running = [index for index, process in enumerate(self.processes)
+                   if index not in self.stopped and index not in self.failed and process.is_alive()]
+        if not running:
+            return
+        named = "; ".join(f"worker {index} (components {self._components_of(index)})"
+                          for index in running)
+        print(f"{why}: killed {named}, not stopped yet, so cleanup() may not have run there",
+              file=sys.stderr, flush=True)
+        self._terminate()
 
     def _say_undrained(self, waited: float) -> None:
         said = self.stats.undrained(waited)
         if said:
             print(said, file=sys.stderr, flush=True)
 
+    def _say_error(self) -> None:
+        if self.error_said or not self.error:
+            return
+        self.error_said = True
+        error = self.error
+        if self.error_printed:
+            error = one_line(error) + (" (traceback above)" if "Traceback (" in error
+                                       else " (logged above)")
+        print(f"error: {error}", file=sys.stderr, flush=True)
+
     def _finish(self, code: int, reason: str) -> RunResult:
-        if self.error:
-            error = self.error
-            if self.error_printed:
-                error = one_line(error) + (" (traceback above)" if "Traceback (" in error
-                                           else " (logged above)")
-            print(f"error: {error}", file=sys.stderr)
+        self.phase, self.ending = "stopping", reason
+        self._say_error()
         self._broadcast("stop")
         # the final reports ("stopped") of the workers still there: a worker that
         # died in its first half second left every count of the others at 0
-        error, deadline = self.error, time.monotonic() + 10
+        error, deadline = self.error, time.monotonic() + FINISH_WAIT_SECS
         while len(self.stopped) < len(self.pipes) and time.monotonic() < deadline:
             self._poll(0.1)
-        self.error = error  # the run's error was said above; a later one is the workers' to log
+            if all(not process.is_alive() for process in self.processes):
+                self._read_waiting_reports()  # a pipe a child of theirs holds gives no EOF
+                break
+        if self.error != error and self.error is not None and error is not None:
+            print(f"also: {one_line(self.error)}", file=sys.stderr, flush=True)
+        self.error = error  # the run's error is the first one, said above
+        self._kill_unstopped(f"not stopped after {FINISH_WAIT_SECS:g} s")
         for process in self.processes:
             process.join(max(0.1, deadline - time.monotonic()))
+        self.phase = "done"
         self.stats.stop(time.monotonic())
+        interrupted = self.interrupted or self.drain_cut or self.cleanup_wait_said
         if code == 0 or self.stats.started_at is not None:
             self._say(self.stats.summary(reason))
         elif not self.error:  # a Ctrl-C before every worker was ready: no summary to give
             self._say(f"{self.stats.topology}: {reason} while its workers started; they stopped")
-        return RunResult(code, self.stats, reason)
+        return RunResult(code, self.stats, reason, interrupted=interrupted)
 
     def _poll(self, timeout: float, ready: set[int] | None = None) -> bool:
         """Read what workers sent; True when one failed (self.error says why)."""
@@ -496,6 +557,7 @@ class _Runner:
                 if kind == "stopped":
                     self.stopped.add(index)
             elif kind == "error":
+                self.failed.add(index)
                 self.error = f"worker {index}: {message[2]}"
                 self.error_printed = True
                 return True

@@ -908,10 +908,15 @@ class Worker:
         stuck = list(dict.fromkeys(  # a handed-over executor is listed under two threads
             _describe_runner(runner) for runner in self._executor_threads() if runner.is_alive()))
         if stuck:  # the process ends without them: say so rather than exit as if clean
-            frames = [_outermost_user_frame(runner) for runner in self._executor_threads()
-                      if runner.is_alive()]
-            in_cleanup = any(frame is not None and frame.f_code.co_name == "cleanup" for frame in frames)
-            how = " (blocked in cleanup())" if in_cleanup else " (blocked in process() or next_tuple()?)"
+            hanging = [f"{executor.component!r} task {executor.in_cleanup}" for executor in self.executors
+                       if executor.in_cleanup is not None]
+            if hanging:
+                how = f" (in the cleanup() of {', '.join(hanging)})"
+            else:  # the hook a stuck thread is in, where its code is the user's
+                hooks = sorted({frame.f_code.co_name + "()" for frame in (
+                    _outermost_user_frame(runner) for runner in self._executor_threads()
+                    if runner.is_alive()) if frame is not None})
+                how = f" (in {', '.join(hooks)})" if hooks else ""
             skipped = ", ".join(f"{executor.component!r} task {task}" for executor in self.executors
                                 for task in executor.components if task not in executor.cleaned_up
                                 and not executor.component.startswith("__"))
@@ -949,15 +954,15 @@ class Worker:
             log.warning(
                 "worker %d: %d tuple(s) were still queued for its executors, or emitted "
                 "and never flushed, when they stopped: dropped (the stop came without a "
-                "drain first: another worker failed, the run was stopped at once, or this worker "
-                "was moved)",
-                self.index, dropped)
+                "deactivate and drain first: in local mode, another worker failed; in a "
+                "cluster, a SIGTERM from the supervisor or kill_workers, a kill with no "
+                "wait, or the slot's reassignment)", self.index, dropped)
         elif dropped > 0:
             log.warning(
                 "worker %d: %d tuple(s) were still queued for its executors, or emitted "
                 "and never flushed, when they stopped: dropped (left by a drain that timed "
-                "out, or emitted after their consumers stopped, by a thread of a component's "
-                "own)", self.index, dropped)
+                "out or was cut short, or emitted after their consumers stopped, by a thread "
+                "of a component's own)", self.index, dropped)
 
     def _executor_threads(self) -> list[threading.Thread]:
         """The threads that run executors now: a shared thread's executors that

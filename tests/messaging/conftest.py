@@ -16,10 +16,20 @@ ALL_TRANSPORTS = ["zmq", "tcp", "local"]
 NETWORK_TRANSPORTS = ["zmq", "tcp"]
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A loopback port nothing listens on, and not one this process handed out
+    before: the kernel may give a port just closed again, so `[free_port(),
+    free_port()]` once made a run refuse its ports as duplicates."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def transport_conf(name: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -382,10 +382,74 @@ def test_ctrl_c_while_the_workers_run_cleanup_waits_for_it_and_a_second_stops_at
         assert outputs(tmp_path, "sink"), "every cleanup() ran"
     else:
         assert process.returncode == 130, stderr
-        assert "stopped at once: killed worker 0 (components cleaner, numbers, sink) before it " \
-               "had stopped, so cleanup() may not have run there" in stderr, stderr
-        assert "interrupted, then stopped at once" in stdout, stdout
+        assert "stopped at once: killed worker 0 (components cleaner, numbers, sink), not " \
+               "stopped yet, so cleanup() may not have run there" in stderr, stderr
+        assert "every spout is exhausted, then stopped at once" in stdout, stdout
         assert not outputs(tmp_path, "cleaner"), "the slow cleanup() was cut short"
+
+
+def test_two_signals_at_once_end_the_drain_and_every_cleanup_still_runs(tmp_path: Path) -> None:
+    # A double tap (or a SIGTERM and a Ctrl-C together) reached the runner before its
+    # drain began: the second stopped the workers at once, and no cleanup() ran,
+    # although the first had said a second would only end the wait for the tuples.
+    import os
+    import signal
+
+    command = [
+        sys.executable, "-m", "storm_zmq.cli.main", "run", str(PROJECT / "topologies" / "cleanup.py"),
+        "-o", f"supervisor.slots.ports={[free_port()]}", "-o", f"test.output_dir={tmp_path}",
+        "-o", "test.count=20", "-o", "test.hold=true", "-o", "topology.message.timeout.secs=300",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True, cwd=tmp_path)
+    assert process.stdout is not None
+    for line in process.stdout:  # the first progress line: the topology is running
+        if line.startswith("["):
+            break
+    os.killpg(process.pid, signal.SIGTERM)  # two different signals: neither is merged away
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert "not waiting for the tuples in flight" in stderr, stderr
+    assert "stopped at once" not in stderr, stderr
+    assert outputs(tmp_path, "sink"), "cleanup() ran"
+
+
+def test_ctrl_c_twice_while_a_failed_run_stops_keeps_its_exit_code_and_error(tmp_path: Path) -> None:
+    # Stopping at once after a failure exited 130, as if only interrupted, and the
+    # first Ctrl-C promised to stop "waiting for the tuples in flight": there is no
+    # drain after a failure.
+    import os
+    import signal
+
+    command = [
+        sys.executable, "-m", "storm_zmq.cli.main", "run",
+        str(PROJECT / "topologies" / "crash_beside_cleanup.py"), "-w", "2", "-t", "30", "-q",
+        "-o", f"supervisor.slots.ports={[free_port(), free_port()]}",
+        "-o", f"test.output_dir={tmp_path}", "-o", "test.count=20",
+        "-o", "test.cleanup=slow", "-o", "test.cleanup_secs=30",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True, cwd=tmp_path)
+    assert process.stdout is not None and process.stderr is not None
+    seen = []
+    for line in process.stderr:  # the survivor's cleaner, stopping after the crash
+        seen.append(line)
+        if "cleaner's cleanup started" in line:
+            break
+    os.killpg(process.pid, signal.SIGINT)
+    for line in process.stderr:
+        seen.append(line)
+        if "Ctrl-C again to stop them at once" in line:
+            break
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    stderr = "".join(seen) + stderr
+    assert process.returncode == 1, stderr
+    assert stderr.count("error: worker ") == 1 and "component 'crash' task" in stderr, stderr
+    assert "stopping (Ctrl-C again to stop waiting" not in stderr, stderr
+    assert "stopped at once: killed worker" in stderr, stderr
+    assert "a component failed, then stopped at once" in stdout, stdout
 
 
 def test_a_cleanup_that_hangs_is_named_with_the_cleanups_it_kept_from_running(tmp_path: Path) -> None:
@@ -395,8 +459,9 @@ def test_a_cleanup_that_hangs_is_named_with_the_cleanups_it_kept_from_running(tm
     result = run("cleanup.py", tmp_path, "-t", "30", "-o", "test.count=20",
                  "-o", "test.cleanup=slow", "-o", "test.cleanup_secs=60")
     assert result.returncode == 1, result.stderr
-    assert "did not stop within 12 s of being told to (blocked in cleanup()); cleanup() has " \
-           "not finished for 'cleaner' task" in result.stderr, result.stderr
+    assert "did not stop within 12 s of being told to (in the cleanup() of 'cleaner' task " \
+           in result.stderr, result.stderr
+    assert "cleanup() has not finished for 'cleaner' task" in result.stderr, result.stderr
     said = result.stderr.split("cleanup() has not finished for ", 1)[1].splitlines()[0]
     ran = outputs(tmp_path, "sink")
     assert ("'sink' task" in said) != bool(ran), (said, ran)  # named if and only if it did not run

@@ -322,7 +322,8 @@ def test_the_stop_says_what_was_dropped_once(caplog: pytest.LogCaptureFixture) -
     with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.worker"):
         Worker._say_left_behind(worker)  # type: ignore[arg-type]
     (said,) = [r.getMessage() for r in caplog.records]
-    assert "dropped (the stop came without a drain first: another worker failed" in said, said
+    assert "dropped (the stop came without a deactivate and drain first: in local mode, another " \
+           "worker failed" in said, said
 
 
 def test_a_component_blocked_in_a_thread_of_its_own_is_named_and_a_poller_is_not(
