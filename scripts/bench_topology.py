@@ -187,12 +187,14 @@ class ReportRecorder:
         self.snapshots.append((now, worker, counters, int(report.get("transfer_queued", 0))))
 
 
-def window_rate(stats: ReportRecorder, component: str, key: str, start: float, end: float) -> float:
+def window_rate(stats: ReportRecorder, component: str, key: str, start: float, end: float,
+                strict: bool = True) -> float:
     """Per second of `component`'s `key` counter over [start, end], summed over
     workers; each worker's rate is taken between its own first and last report in
     the window (reports carry cumulative counters). A worker that runs `component`
     but sent fewer than two reports in the window has no rate there: a BenchError,
-    not a zero in the sum."""
+    not a zero in the sum, unless not `strict` (scripts/soak.py's rows of a second,
+    where one report in a row happens)."""
     total = 0.0
     for worker in sorted({w for _, w, _, _ in stats.snapshots}):
         reports = [(t, c[component][key]) for t, w, c, _ in stats.snapshots
@@ -200,6 +202,8 @@ def window_rate(stats: ReportRecorder, component: str, key: str, start: float, e
         if not reports:  # the component has no task in this worker
             continue
         points = [(t, n) for t, n in reports if start <= t <= end]
+        if not strict and (len(points) < 2 or points[-1][0] <= points[0][0]):
+            continue
         if len(points) < 2 or points[-1][0] <= points[0][0]:
             raise BenchError(f"worker {worker} sent {len(points)} report(s) of {component} "
                              f"in the {end - start:.1f} s window: no rate to measure")
@@ -207,13 +211,16 @@ def window_rate(stats: ReportRecorder, component: str, key: str, start: float, e
     return total
 
 
-def window_latencies(stats: ReportRecorder, start: float, end: float) -> list[float]:
+def window_latencies(stats: ReportRecorder, start: float, end: float,
+                     settle: float = STATS_INTERVAL) -> list[float]:
     """Complete latencies of the trees acked within [start, end], ascending. A report
-    carries the acks of the `STATS_INTERVAL` before it, so one that arrives earlier
-    than that after `start` is left out: its acks may come from before the window
-    (from start-up, whose latencies are the run's worst)."""
+    carries the acks of the `STATS_INTERVAL` before it, so one that arrives less than
+    `settle` after `start` is left out: its acks may come from before the window
+    (from start-up, whose latencies are the run's worst). Windows that follow one
+    another (scripts/soak.py's rows) pass 0: each report counts in the row it
+    arrived in."""
     return sorted(v for t, batch in stats.latency_batches
-                  if start + STATS_INTERVAL <= t <= end for v in batch)
+                  if start + settle <= t <= end for v in batch)
 
 
 def loadgen_latencies(directory: Path, start: float, end: float) -> tuple[list[float], list[float]]:
