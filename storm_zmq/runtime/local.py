@@ -282,7 +282,7 @@ class _Runner:
         self.cleanup_wait_said = False  # a Ctrl-C while the workers stop was answered
         self.died = False  # a worker went away unasked (self.error says how)
         self.error_said = False  # `_say_error` printed self.error
-        self.failed: set[int] = set()  # workers that reported a failure: they end themselves
+        self.failed: set[int] = set()  # workers that reported a failure (they end themselves) or died
         self.ending = "interrupted"  # why the run is stopping, once it is (`_stopped_at_once`)
 
     def run(self) -> RunResult:
@@ -503,6 +503,8 @@ class _Runner:
     def _finish(self, code: int, reason: str) -> RunResult:
         self.phase, self.ending = "stopping", reason
         self._say_error()
+        if self.failed:  # the others need not wait to send to them (Worker._send)
+            self._broadcast("peers-gone:" + ",".join(map(str, sorted(self.failed))))
         self._broadcast("stop")
         # the final reports ("stopped") of the workers still there: a worker that
         # died in its first half second left every count of the others at 0
@@ -542,6 +544,8 @@ class _Runner:
                 process.join(5)
                 # gone without saying "stopped": a death, unless asked to stop and
                 # exited cleanly (a component's os._exit(0) is a death too)
+                if process.exitcode != 0 or not self.stop_sent:
+                    self.failed.add(index)
                 if not self.error and (process.exitcode != 0 or not self.stop_sent):
                     self.error = self._died(index, process.exitcode)
                     self.died = True

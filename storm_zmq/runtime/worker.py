@@ -493,8 +493,10 @@ class WorkerState:
 
 class WorkerControl(Protocol):
     """Who a worker answers to: the local runner (a pipe) or, in cluster mode,
-    ZooKeeper. Commands are "activate", "deactivate", "stop" and "report" (a stats
-    report now, besides the one every `STATS_INTERVAL`)."""
+    ZooKeeper. Commands are "activate", "deactivate", "stop", "report" (a stats
+    report now, besides the one every `STATS_INTERVAL`) and, from the local runner
+    before it stops the others after a failure, "peers-gone:I,J" (the worker indices
+    that failed or died: nothing more is sent to them)."""
 
     def poll(self, timeout: float) -> str | None:
         """The next command, or None after `timeout`; "stop" when the controller
@@ -567,6 +569,9 @@ class Worker:
         #: nothing: one deadline for every send, not one per batch, so that the
         #: thread ends before the transport is closed under it.
         self._give_up_sending_at: float | None = None
+        # peers the runner said are gone (failed or died): a send to one is dropped at
+        # once, where it waited SHUTDOWN_SEND_GRACE for a peer that takes nothing
+        self._peers_gone: frozenset[int] = frozenset()
         #: Set once shutdown closes the transport: an I/O thread that fails after
         #: that failed of the closing, not of a fault worth a report.
         self._transport_closed = False
@@ -662,6 +667,8 @@ class Worker:
                     executor.set_deactivated(True)
             elif command == "report":  # the local runner draining: a round now
                 next_stats = now
+            elif command is not None and command.startswith("peers-gone:"):
+                self._peers_gone = frozenset(int(i) for i in command.split(":", 1)[1].split(",") if i)
             elif command == "stop":
                 return 0
             if not finished_reported and spouts and all(
@@ -1165,6 +1172,10 @@ class Worker:
         it was would otherwise wait for ever) and notices the worker stopping."""
         state = self.state
         while True:
+            if worker in self._peers_gone:
+                log.warning("stopping: %d message(s) for worker %d not sent (it failed or "
+                            "died)", len(messages), worker)
+                return
             try:
                 self.clients[worker].send(messages)
                 state.remote_sent += len(messages)

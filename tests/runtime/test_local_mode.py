@@ -842,6 +842,17 @@ def test_a_run_whose_worker_dies_at_once_sums_up_what_the_others_did(tmp_path: P
     assert int(numbers[1]) >= 6, result.stdout  # emitted: the dying bolt saw 0 to 5
 
 
+def test_after_a_worker_dies_the_others_stop_without_waiting_to_send_to_it(tmp_path: Path) -> None:
+    # The survivor's send thread, blocked on the dead peer (acking off, a spout that
+    # floods it), waited SHUTDOWN_SEND_GRACE (5 s) at the stop, then blamed the peer:
+    # "not sent (it does not take them)". The runner now says which peers are gone.
+    result = run("dies.py", tmp_path, "-o", "test.count=1000000000", "-o", "test.death=sigkill",
+                 "-o", "topology.acker.executors=0", "-t", "60", workers=2)
+    assert result.returncode == 1, result.stderr
+    assert "was killed by SIGKILL" in result.stderr, result.stderr
+    assert "(it does not take them)" not in result.stderr, result.stderr
+
+
 def test_a_workers_error_is_said_in_one_line_that_names_the_exception() -> None:
     from storm_zmq.runtime.local import one_line
 
