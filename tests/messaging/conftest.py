@@ -3,6 +3,8 @@ free loopback ports."""
 
 from __future__ import annotations
 
+import os
+import random
 import socket
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,19 +19,46 @@ NETWORK_TRANSPORTS = ["zmq", "tcp"]
 
 
 _HANDED_OUT: set[int] = set()
+_LOWEST_PORT = 10_000
+
+
+def _port_range() -> range:
+    """This test process's share of the ports below the kernel's ephemeral range.
+    Ports the kernel picks (a bind to port 0, a connection's own end) come from that
+    range, so a port probed free there could be taken by another test's connection
+    or by the other pytest process before its test bound it: a run then found its
+    port busy. Below it, and split between the pytest-xdist processes, nothing
+    else hands them out."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+            ephemeral = int(ports.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral = 32_768
+    processes = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    share = (ephemeral - _LOWEST_PORT) // processes
+    start = _LOWEST_PORT + (index % processes) * share
+    return range(start, start + share)
 
 
 def free_port() -> int:
-    """A loopback port nothing listens on, and not one this process handed out
-    before: the kernel may give a port just closed again, so `[free_port(),
-    free_port()]` once made a run refuse its ports as duplicates."""
-    while True:
+    """A port nothing listens on, on any address, from this process's own range
+    (`_port_range`), and never one it handed out before (`[free_port(), free_port()]`
+    once gave one port twice, and the run refused its ports as duplicates)."""
+    ports = _port_range()
+    for _ in range(10_000):
+        port = random.choice(ports)
+        if port in _HANDED_OUT:
+            continue
         with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
+            try:
+                probe.bind(("", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+    raise RuntimeError(f"no free port in {ports.start}-{ports.stop - 1}")
 
 
 def transport_conf(name: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
