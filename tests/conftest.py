@@ -1,8 +1,8 @@
 """Fixtures shared across test directories.
 
 The real ZooKeeper server is one per test process for the whole suite
-(tests/zk_fixtures.py), whichever directory uses it: two when scripts/test.sh
-runs the suite in two processes (pytest-xdist's -n).
+(tests/zk_fixtures.py), whichever directory uses it: three when scripts/test.sh
+runs the suite in three processes (pytest-xdist's -n; one more than the CPUs).
 """
 
 from __future__ import annotations
