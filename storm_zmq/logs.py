@@ -33,6 +33,7 @@ from typing import IO, Any, TextIO
 
 __all__ = [
     "LOG_FORMAT",
+    "ExecutorContext",
     "StreamRecords",
     "configure_worker_logging",
     "open_worker_output",
@@ -42,11 +43,29 @@ __all__ = [
 ]
 
 #: A record starts with its time; lines without it continue the previous record.
-LOG_FORMAT = "%(asctime)s {prefix} %(levelname)s %(name)s: %(message)s"
+#: A record written while an executor's code ran names it after the logger
+#: (`ExecutorContext`): ``INFO STDOUT [count:3]: ...``.
+LOG_FORMAT = "%(asctime)s {prefix} %(levelname)s %(name)s%(executor)s: %(message)s"
 
 #: Captured output held longer than this (characters) is logged without waiting
 #: for its line's end (`StreamRecords`).
 _MAX_PARTIAL_LINE = 64 * 1024
+
+
+class ExecutorContext(logging.Filter):
+    """Names, on each record, the executor whose code the logging thread runs
+    (``[component:task]``), as Storm's log lines carry their executor thread's name:
+    the tasks of a worker share its threads, so the logger's name alone (a
+    component's `logger`, ``STDOUT`` for its ``print()``, a module logger of the
+    user's) cannot tell which task wrote a line, and ``storm-zmq logs --component``
+    finds what a component printed by it. A thread says what it runs through a
+    ``log_context()`` method (the runtime's executor threads have one)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        context = getattr(threading.current_thread(), "log_context", None)
+        label = context() if context is not None else None
+        record.executor = f" [{label}]" if label else ""
+        return True
 
 
 def worker_log_name(topology_id: str, port: int) -> str:
@@ -199,6 +218,7 @@ def configure_worker_logging(
         handler.close()
     root.setLevel(level)
     formatter = logging.Formatter(LOG_FORMAT.format(prefix=prefix.replace("%", "%%")))
+    context = ExecutorContext()
     real_stderr = sys.__stderr__ if capture_stdio else sys.stderr
     file_handler: logging.Handler | None = None
     if log_file is not None:
@@ -207,10 +227,12 @@ def configure_worker_logging(
             log_file, maxBytes=int(conf["worker.log.max.bytes"]),
             backupCount=int(conf["worker.log.backups"]), encoding="utf-8")
         file_handler.setFormatter(formatter)
+        file_handler.addFilter(context)
         root.addHandler(file_handler)
     if stderr or file_handler is None:
         console = logging.StreamHandler(real_stderr)
         console.setFormatter(formatter)
+        console.addFilter(context)
         root.addHandler(console)
     if capture_stdio:
         if real_stderr is not None:

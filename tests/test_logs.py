@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,6 +108,37 @@ def test_local_mode_style_logs_to_stderr_only(restore_logging: None,
     assert handler is None
     logging.getLogger("storm_zmq.component.split").warning("to the terminal")
     assert "worker-3 WARNING storm_zmq.component.split: to the terminal" in capfd.readouterr().err
+
+
+def test_a_record_names_the_executor_whose_code_its_thread_runs(
+        restore_logging: None, capfd: pytest.CaptureFixture[str]) -> None:
+    """A thread with a `log_context()` (the runtime's executor threads) has what it
+    says on every record written in it, whatever the logger, ``print()`` included;
+    other threads' records, and a context that says None, name nothing."""
+    configure_worker_logging(conf(1 << 20, 2), None, "worker-0", capture_stdio=True)
+    label: list[str | None] = ["count:3"]
+
+    class ExecutorLike(threading.Thread):
+        def log_context(self) -> str | None:
+            return label[0]
+
+        def run(self) -> None:
+            logging.getLogger("storm_zmq.component.count").info("counted")
+            logging.getLogger("users.module").warning("their own logger")
+            print("printed")
+            label[0] = None
+            logging.getLogger("storm_zmq.runtime.executor").info("between steps")
+
+    thread = ExecutorLike()
+    thread.start()
+    thread.join()
+    logging.getLogger("storm_zmq.runtime.worker").info("the main thread's")
+    err = capfd.readouterr().err
+    assert "worker-0 INFO storm_zmq.component.count [count:3]: counted\n" in err, err
+    assert "worker-0 WARNING users.module [count:3]: their own logger\n" in err, err
+    assert "worker-0 INFO STDOUT [count:3]: printed\n" in err, err
+    assert "worker-0 INFO storm_zmq.runtime.executor: between steps\n" in err, err
+    assert "worker-0 INFO storm_zmq.runtime.worker: the main thread's\n" in err, err
 
 
 def test_the_out_file_is_appended_and_rolled_once_when_too_big(tmp_path: Path) -> None:

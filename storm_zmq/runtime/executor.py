@@ -129,6 +129,17 @@ class ComponentFailed(Exception):
         self.text = text
 
 
+def executor_label(component: str, tasks: Sequence[int]) -> str:
+    """An executor as its worker's log lines name it: ``count:3``, or ``count:3-4``
+    for an executor of several tasks (Storm's ``[3 4]``)."""
+    first, last = min(tasks), max(tasks)
+    if first == last:
+        return f"{component}:{first}"
+    if len(tasks) == last - first + 1:
+        return f"{component}:{first}-{last}"
+    return f"{component}:{','.join(str(task) for task in sorted(tasks))}"
+
+
 class Executor(threading.Thread):
     """Runs the tasks of one component; subclasses give the loop."""
 
@@ -140,6 +151,8 @@ class Executor(threading.Thread):
         self.assignment = assignment
         self.component = assignment.component
         self.index = assignment.index
+        #: What the worker's log lines written while its code runs say (`log_context`)
+        self.log_label = executor_label(assignment.component, assignment.tasks)
         self.incoming: BatchQueue[tuple[int, Any]] = worker.queues[assignment.index]
         self._task_location = worker.task_location
         self._codec = worker.codec  # the topology's value types, for remote tuples
@@ -243,6 +256,11 @@ class Executor(threading.Thread):
         return component
 
     # -- thread ---------------------------------------------------------------------
+
+    def log_context(self) -> str | None:
+        """Which executor's code this thread runs (storm_zmq.logs): its own, in a
+        thread of its own."""
+        return self.log_label
 
     def run(self) -> None:
         try:

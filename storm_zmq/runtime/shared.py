@@ -272,21 +272,33 @@ class SharedExecutorThread(threading.Thread):
         #: (`Worker._say_who_holds_the_thread`). Written here only.
         self.stepping: Executor | None = None
         self.step_started = 0.0
+        #: The executor whose components are being built and initialized now.
+        self._starting: Executor | None = None
         for executor in self.executors:
             executor.shared = True
             executor.shared_thread = self
             executor.incoming.on_put = self._wake.set
         state.transfer.on_take = self._wake.set  # room for the executors it stopped
 
+    def log_context(self) -> str | None:
+        """Which executor's code this thread runs now, if one's (storm_zmq.logs): the
+        worker's log lines written meanwhile name it. Read, not kept, so the steps
+        pay nothing for it."""
+        executor = self.stepping or self.handed_over or self._starting
+        return None if executor is None else executor.log_label
+
     def run(self) -> None:
         for executor in self.executors:
             if executor.started_up:  # taken over from another thread (hand_over)
                 continue
+            self._starting = executor
             try:
                 executor.start_up()
             except BaseException as exc:
                 executor.report_failure(exc)
                 return
+            finally:
+                self._starting = None
         if not self._rounds():
             return
         if self.handed_over is not None:

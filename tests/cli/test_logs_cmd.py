@@ -52,9 +52,11 @@ def test_record_filter_keeps_records_naming_the_component_with_their_continuatio
         f"{T}4 t worker-0 INFO storm_zmq.component.split: split",
         "  its traceback",
         f"{T}5 t worker-0 INFO storm_zmq.runtime.executor: emit component=count task=4",
+        f"{T}6 t worker-0 INFO STDOUT [count:3]: printed by the component",
+        f"{T}7 t worker-0 INFO STDOUT [counter:5]: printed by another",
     ]
     assert [line for line in lines if keep(line)] == [lines[1], lines[2], lines[3], lines[4],
-                                                      lines[8]]
+                                                      lines[8], lines[9]]
     everything = RecordFilter(None)
     assert all(everything(line) for line in lines)
 

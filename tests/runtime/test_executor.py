@@ -25,7 +25,7 @@ from storm_zmq.runtime.acking import (
 )
 from storm_zmq.runtime.assignment import ACKER
 from storm_zmq.runtime.bolt_executor import BoltExecutor
-from storm_zmq.runtime.executor import OutputRefused, new_executor
+from storm_zmq.runtime.executor import OutputRefused, executor_label, new_executor
 from storm_zmq.runtime.queues import QueueClosed
 from storm_zmq.runtime.serialization import TupleId, decode_tuples
 from storm_zmq.runtime.spout_executor import SpoutExecutor
@@ -953,3 +953,9 @@ def test_with_message_timeouts_disabled_neither_spout_nor_acker_ever_rotates() -
     state, executors = whole_word_count({"topology.message.timeout.secs": 1})
     assert executors["sentence_spout"]._next_rotation < math.inf > executors[ACKER]._next_rotation
 
+
+
+def test_an_executor_is_named_in_the_log_by_component_and_tasks() -> None:
+    assert executor_label("count", (3,)) == "count:3"
+    assert executor_label("count", (3, 4, 5)) == "count:3-5"
+    assert executor_label("count", (5, 3)) == "count:3,5"

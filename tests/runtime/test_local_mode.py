@@ -237,12 +237,14 @@ def test_emits_in_cleanup_are_flushed_with_a_warning(tmp_path: Path) -> None:
     assert "component 'cleaner' task" in result.stderr
     assert "emitted 1 tuple(s) in cleanup()" in result.stderr
     # a component's print() is a record of its worker, on stderr, not among the
-    # run's progress and summary on stdout
-    assert " worker-0 INFO STDOUT: cleaner counted 50 in Cleanup\n" in result.stderr, result.stderr
+    # run's progress and summary on stdout, and names the executor (component:task)
+    # that printed it
+    assert re.search(r" worker-0 INFO STDOUT \[cleaner:\d+\]: cleaner counted 50 in Cleanup\n",
+                     result.stderr), result.stderr
     assert "cleaner counted" not in result.stdout, result.stdout
     # and what it writes to stderr is a record too, one for its lines
-    assert " worker-0 WARNING STDERR: cleaner's stderr:\n  50 tuples\n" in result.stderr, \
-        result.stderr
+    assert re.search(r" worker-0 WARNING STDERR \[cleaner:\d+\]: cleaner's stderr:\n  50 tuples\n",
+                     result.stderr), result.stderr
 
 
 def test_emits_of_a_component_without_outputs_are_dropped_with_one_warning_a_task(

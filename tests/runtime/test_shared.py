@@ -345,6 +345,46 @@ def test_an_executor_that_waits_leaves_for_a_thread_of_its_own_and_the_rest_go_o
     assert all(e.failure is None for e in executors)
 
 
+def test_the_thread_names_the_executor_whose_code_it_runs_for_the_log() -> None:
+    """What the worker's log lines name (storm_zmq.logs.ExecutorContext): the
+    executor being started, stepped or finished; nothing between them."""
+    state = word_count_state({"topology.max.spout.pending": 100}, ONE_EACH)
+    executors = [new_executor(state, e) for e in state.local_executors]
+    (spout,) = [e for e in executors if e.is_spout]
+    (count,) = [e for e in executors if e.component == "count_bolt"]
+    thread = SharedExecutorThread(state, executors)
+    seen: dict[str, list[str | None]] = {"initialize": [], "process": [], "cleanup": []}
+    build = count.build_components
+
+    def build_and_see() -> None:
+        build()
+        seen["initialize"].append(thread.log_context())
+
+    count.build_components = build_and_see  # type: ignore[method-assign]
+    thread.start()
+    for _ in executors:
+        assert state._ready.acquire(timeout=10)
+    for component in count.components.values():
+        process = component.process
+        component.process = lambda tup, process=process: (
+            seen["process"].append(thread.log_context()), process(tup))
+        component.cleanup = lambda: seen["cleanup"].append(thread.log_context())
+    spout.request_activate()
+    wait_for(lambda: spout.acked >= 100, "100 trees acked")
+    spout.request_deactivate()
+    wait_for(lambda: spout.pending_count == 0 and all(e.queued == 0 for e in executors), "the drain")
+    for executor in executors:
+        executor.stop_requested.set()
+    thread.join(10)
+    assert not thread.is_alive()
+    (task,) = count.assignment.tasks
+    label = f"count_bolt:{task}"
+    assert seen["initialize"] == [label]
+    assert seen["process"] and set(seen["process"]) == {label}
+    assert seen["cleanup"] == [label]
+    assert thread.log_context() is None
+
+
 def test_a_failure_in_the_threads_own_code_is_the_threads_not_the_last_executors() -> None:
     """What raises between steps (here the idle wait) kills the worker as the
     thread's failure; no component is blamed for it."""
