@@ -57,9 +57,11 @@ from storm_zmq.runtime.serialization import (
     SerializationError,
     TupleId,
     TupleTooLarge,
+    are_root_pairs,
     decode_tuples,
     encode_tuples,
     one_tree_id,
+    wire_roots,
 )
 
 if TYPE_CHECKING:
@@ -93,7 +95,9 @@ class _PendingRun:
 
     def __init__(self, stream: str) -> None:
         self.stream = stream
-        self.roots: list[dict[int, int] | None] = []
+        #: Per tuple: None (untracked), its roots, or its TupleId (an acking bolt's
+        #: anchored emit, whose roots dict is not made: `wire_roots`).
+        self.roots: list[dict[int, int] | TupleId | None] = []
         self.values: list[Sequence[Any]] = []
 
 
@@ -521,7 +525,7 @@ class Executor(threading.Thread):
                         tuple_id = TupleId(anchor_one(anchor_id, rng))
                     where = location[target]
                     if where < 0:
-                        self._remote(target, source, route.stream, tuple_id.roots, tuple(values))
+                        self._remote(target, source, route.stream, tuple_id, tuple(values))
                         continue
                     batch = out_local.get(where)
                     if batch is None:
@@ -630,9 +634,10 @@ class Executor(threading.Thread):
                 "or emit smaller tuples)"
             )
         half = len(values) // 2
+        cut = 2 * half if roots and are_root_pairs(roots) else half  # two ids a tuple
         return self._encode_remote(
-            source, stream, roots and roots[:half], values[:half]
-        ) + self._encode_remote(source, stream, roots and roots[half:], values[half:])
+            source, stream, roots and roots[:cut], values[:half]
+        ) + self._encode_remote(source, stream, roots and roots[cut:], values[half:])
 
     # _local and _remote only buffer; every delivery path checks the bound once at
     # its end, so a flush never happens while a caller holds a buffer.
@@ -644,7 +649,7 @@ class Executor(threading.Thread):
         self._buffered += 1
 
     def _remote(
-        self, target: int, source: int, stream: str, roots: dict[int, int] | None,
+        self, target: int, source: int, stream: str, roots: dict[int, int] | TupleId | None,
         values: Sequence[Any],
     ) -> None:
         """Buffer a tuple for a task of another worker. Each run of tuples on one
@@ -704,7 +709,7 @@ class Executor(threading.Thread):
                 batch.worker = worker
                 batch.tuples = 0
             for run in runs:
-                roots = run.roots if any(run.roots) else None
+                roots = wire_roots(run.roots)
                 try:
                     payloads = self._encode_remote(source, run.stream, roots, run.values)
                 except (SerializationError, TupleTooLarge) as exc:

@@ -56,8 +56,11 @@ from storm_zmq.runtime.queues import BatchQueue, QueueClosed
 from storm_zmq.runtime.serialization import (
     MalformedTuple,
     TupleId,
+    are_root_pairs,
     check_system_tuple,
+    one_tree_id,
     payload_tuple_count,
+    roots_per_tuple,
 )
 from storm_zmq.runtime.shared import SharedExecutorThread
 from storm_zmq.runtime.spout_executor import SpoutExecutor
@@ -334,7 +337,8 @@ class WorkerState:
                 return [
                     Tuple(TupleId(tuple_roots) if tuple_roots else None, component, stream, source,
                           tuple_values)
-                    for tuple_roots, tuple_values in zip(roots or [None] * len(values), values, strict=True)
+                    for tuple_roots, tuple_values in zip(roots_per_tuple(roots, len(values)), values,
+                                                         strict=True)
                 ]
         component, values_cls, arity = known
         for tuple_values in values:
@@ -345,6 +349,13 @@ class WorkerState:
             return [
                 new(Tuple, (None, component, stream, source, new(values_cls, tuple_values)))
                 for tuple_values in values
+            ]
+        if are_root_pairs(roots):  # each tuple in one tree: the acking bolts' remote emits
+            pair = iter(roots)
+            return [
+                new(Tuple, (one_tree_id(root, edge), component, stream, source,
+                            new(values_cls, tuple_values)))
+                for root, edge, tuple_values in zip(pair, pair, values, strict=False)  # counts checked
             ]
         return [
             new(Tuple, (TupleId(tuple_roots) if tuple_roots else None, component, stream, source,

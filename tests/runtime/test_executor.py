@@ -546,7 +546,10 @@ def test_an_anchored_emit_to_both_workers_loses_no_copy_when_the_buffer_fills_mi
     ((message,),) = state.transfer.get_all(timeout=0)
     _, _, sent_roots, values = decode_tuples(message.message)
     assert (queued.values.word, values) == ("w", [["w"]])
-    local_edge, remote_edge = queued.id.roots[7], sent_roots[0][7]
+    # the remote copy travels in the pairs form: its root, its edge
+    sent_root, remote_edge = sent_roots
+    local_edge = queued.id.roots[7]
+    assert sent_root == 7
     assert anchor.id.ack_val == local_edge ^ remote_edge != 0
 
 

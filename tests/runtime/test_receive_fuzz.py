@@ -106,6 +106,8 @@ payload_fields = st.tuples(
     st.one_of(st.none(), st.dictionaries(st.integers(1, U64), st.integers(0, U64), max_size=3)),
     values_strategy,
 )
+root_pairs = st.lists(st.one_of(st.integers(-(2**63), U64), st.none(), st.text(max_size=2)),
+                      min_size=1, max_size=6)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -126,6 +128,23 @@ def test_well_formed_payloads_become_tuples_of_the_topology_or_malformed(
         if not stream.startswith("__"):
             assert len(tup.values) == len(state.definition.components[component].outputs[stream].fields)
     assert tups[1].id is None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(payload_fields, root_pairs, st.integers(1, 8))
+def test_root_pairs_become_one_tree_ids_or_malformed(
+    state: WorkerState, fields: tuple[int, str, Any, list[Any]], pairs: list[Any], target: int
+) -> None:
+    """The pairs form ([root, edge, ...], two ids a tuple), on any stream, system
+    ones included: one-tree ids in the tuples, or MalformedTuple."""
+    source, stream, _, values = fields
+    payload = msgpack.packb([[values, values], source, stream, pairs])
+    try:
+        tups = state.make_tuples(*decode_tuples(payload), target)
+    except MalformedTuple:
+        return
+    assert len(pairs) == 4 and all(type(i) is int for i in pairs)
+    assert [(tup.id.root, tup.id.edge) for tup in tups] == [(pairs[0], pairs[1]), (pairs[2], pairs[3])]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

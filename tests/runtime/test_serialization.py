@@ -20,6 +20,8 @@ from storm_zmq.runtime.serialization import (
     encode_tuples,
     one_tree_id,
     payload_tuple_count,
+    roots_per_tuple,
+    wire_roots,
 )
 
 U64_MAX = 2**64 - 1
@@ -133,6 +135,48 @@ def test_a_batch_round_trips_in_order_with_roots_per_tuple() -> None:
     values = [["a", 1], ["b", 2], ["c", 3]]
     roots = [{1: 2}, None, {3: 4, 5: 6}]
     assert decode_tuples(encode_tuples(7, "s", roots, values, "c")) == (7, "s", roots, values)
+
+
+def test_a_run_of_one_tree_ids_travels_as_root_edge_pairs() -> None:
+    """An acking bolt's remote emits: each tuple in one tree, its TupleId buffered
+    (no roots dict made); the payload carries [root, edge, ...]."""
+    ids = [one_tree_id(1, 2), one_tree_id(U64_MAX, 0), one_tree_id(2**63, U64_MAX)]
+    roots = wire_roots(ids)
+    assert roots == [1, 2, U64_MAX, 0, 2**63, U64_MAX]
+    values = [["a"], ["b"], ["c"]]
+    decoded = decode_tuples(encode_tuples(7, "s", roots, values, "c"))
+    assert decoded == (7, "s", roots, values)
+    assert roots_per_tuple(decoded[2], 3) == [{1: 2}, {U64_MAX: 0}, {2**63: U64_MAX}]
+
+
+@pytest.mark.parametrize(("entries", "expected"), [
+    ([None, None], None),
+    ([one_tree_id(1, 2), None], [{1: 2}, None]),
+    ([None, one_tree_id(1, 2)], [None, {1: 2}]),
+    ([one_tree_id(1, 2), {3: 4}], [{1: 2}, {3: 4}]),
+    ([one_tree_id(1, 2), TupleId({3: 4, 5: 6})], [{1: 2}, {3: 4, 5: 6}]),
+    ([{3: 4}], [{3: 4}]),
+])
+def test_a_run_with_any_other_entry_travels_as_a_map_per_tuple(entries: list, expected: object) -> None:
+    assert wire_roots(entries) == expected
+
+
+@pytest.mark.parametrize("pairs", [
+    [1, 2, 3],  # not two ids a tuple
+    [1, 2],  # two tuples, one pair
+    [1, 2, 3, 4, 5, 6],  # two tuples, three pairs
+    [1, 2, 0, 4],  # root 0
+    [1, 2, -3, 4],
+    [1, 2, 3, -4],
+    [1, 2, 3, "4"],
+    [1, 2, 3, 4.0],
+    [1, 2, 3, None],
+    [1, 2, {3: 4}, 5],
+])
+def test_root_pairs_that_are_not_two_ids_a_tuple_are_malformed(pairs: list) -> None:
+    payload = msgpack.packb([[[1], [2]], 1, "default", pairs])
+    with pytest.raises(MalformedTuple, match="pairs"):
+        decode_tuples(payload)
 
 
 def test_a_batch_without_tracked_tuples_has_no_roots() -> None:
@@ -273,6 +317,11 @@ def test_batches_round_trip_and_their_count_is_what_they_carry(
     decoded = decode_tuples(payload)
     assert decoded == (source, stream, roots if any(roots) else None, as_lists(values))
     assert payload_tuple_count(payload) == len(batch)
+    # as an executor sends them: one-tree ids as TupleIds, in whichever form fits
+    entries = [one_tree_id(*next(iter(r.items()))) if r and len(r) == 1 else r for r in roots]
+    payload = encode_tuples(source, stream, wire_roots(entries), values, "c")
+    _, _, sent, _ = decode_tuples(payload)
+    assert roots_per_tuple(sent, len(batch)) == (roots if any(roots) else [None] * len(batch))
 
 
 # -- unserializable values ---------------------------------------------------------------

@@ -75,6 +75,10 @@ def test_a_remote_tuple_is_checked_by_its_stream_once_and_by_its_arity_always() 
             state.make_tuples(split, "default", None, [["cat"], ["dog", 1]], count)
     tracked, untracked = state.make_tuples(split, "default", [{7: 9}, None], [["cat"], ["dog"]], other_count)
     assert tracked.id.roots == {7: 9} and untracked.id is None
+    # each in one tree, in the pairs form: one-tree ids, their ack_val 0
+    first, second = state.make_tuples(split, "default", [7, 9, 8, 0], [["cat"], ["dog"]], other_count)
+    assert (first.id.root, first.id.edge, first.id.many, first.id.ack_val) == (7, 9, None, 0)
+    assert second.id.roots == {8: 0} and second.values.word == "dog"
     with pytest.raises(MalformedTuple, match="does not subscribe"):
         state.make_tuples(split, "default", None, [["dog"]], spout)  # the spout takes no words
     with pytest.raises(MalformedTuple, match="has no stream"):
