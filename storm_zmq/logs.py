@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any, TextIO
 
 __all__ = [
+    "LOG_CONTEXT_METHOD",
     "LOG_FORMAT",
     "ExecutorContext",
     "StreamRecords",
@@ -45,7 +46,10 @@ __all__ = [
 #: A record starts with its time; lines without it continue the previous record.
 #: A record written while an executor's code ran names it after the logger
 #: (`ExecutorContext`): ``INFO STDOUT [count:3]: ...``.
-LOG_FORMAT = "%(asctime)s {prefix} %(levelname)s %(name)s%(executor)s: %(message)s"
+LOG_FORMAT = "%(asctime)s {prefix} %(levelname)s %(name)s%(storm_executor)s: %(message)s"
+
+#: The method by which a thread says which executor's code it runs (`ExecutorContext`).
+LOG_CONTEXT_METHOD = "storm_zmq_log_context"
 
 #: Captured output held longer than this (characters) is logged without waiting
 #: for its line's end (`StreamRecords`).
@@ -59,12 +63,20 @@ class ExecutorContext(logging.Filter):
     component's `logger`, ``STDOUT`` for its ``print()``, a module logger of the
     user's) cannot tell which task wrote a line, and ``storm-zmq logs --component``
     finds what a component printed by it. A thread says what it runs through a
-    ``log_context()`` method (the runtime's executor threads have one)."""
+    method named `LOG_CONTEXT_METHOD` (the runtime's executor threads have one; a
+    name no other thread class has by chance). Threads a component starts itself
+    name nothing. A filter that raised would raise into the logging call, a
+    component's `print()` included, so whatever goes wrong names nothing instead."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        context = getattr(threading.current_thread(), "log_context", None)
-        label = context() if context is not None else None
-        record.executor = f" [{label}]" if label else ""
+        label = None
+        context = getattr(threading.current_thread(), LOG_CONTEXT_METHOD, None)
+        if context is not None:
+            try:
+                label = context()
+            except Exception:  # noqa: BLE001 - never into the caller's logging call
+                label = None
+        record.storm_executor = f" [{label}]" if isinstance(label, str) and label else ""
         return True
 
 
@@ -114,6 +126,11 @@ class StreamRecords:
         self.max_chars = max_chars
         self._held = ""
 
+    @property
+    def holding(self) -> bool:
+        """Whether text waits for its record's end."""
+        return bool(self._held)
+
     def feed(self, text: str) -> list[str]:
         data = self._held + text
         if len(data) <= self.max_chars and (not data.endswith("\n") or self._open_traceback(data)):
@@ -147,14 +164,16 @@ class StreamRecords:
 class _LoggerWriter(io.TextIOBase):
     """A text stream that logs what is written to it to `logger` at `level`, in
     records cut by `StreamRecords`: what ``sys.stdout`` / ``sys.stderr`` become in a
-    cluster worker."""
+    worker. One `StreamRecords` per writing thread, so that a line one thread has
+    begun is neither finished by another thread's print nor logged (and named,
+    `ExecutorContext`) as the other's; an entry goes once it holds nothing."""
 
     def __init__(self, logger: logging.Logger, level: int, fallback: TextIO | None) -> None:
         super().__init__()
         self._logger = logger
         self._level = level
         self._fallback = fallback
-        self._records = StreamRecords()
+        self._records: dict[int, StreamRecords] = {}  # by thread ident
         self._lock = threading.Lock()
         self._inside = threading.local()  # a handler failing and printing: no recursion
 
@@ -173,14 +192,25 @@ class _LoggerWriter(io.TextIOBase):
             if self._fallback is not None:
                 self._fallback.write(text)
             return len(text)
+        thread = threading.get_ident()
         with self._lock:
-            records = self._records.feed(text)
+            cutter = self._records.get(thread)
+            if cutter is None:
+                cutter = self._records[thread] = StreamRecords()
+            records = cutter.feed(text)
+            if not cutter.holding:
+                del self._records[thread]
         self._emit(records)
         return len(text)
 
     def flush(self) -> None:
+        """Log what every thread holds, the calling thread's first (at exit, the
+        interpreter's flush must not lose another thread's unfinished line)."""
+        thread = threading.get_ident()
         with self._lock:
-            records = self._records.flush()
+            cutters = sorted(self._records.items(), key=lambda item: item[0] != thread)
+            self._records = {}
+            records = [record for _, cutter in cutters for record in cutter.flush()]
         self._emit(records)
 
     def _emit(self, records: list[str]) -> None:

@@ -9,6 +9,7 @@ import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,14 +113,14 @@ def test_local_mode_style_logs_to_stderr_only(restore_logging: None,
 
 def test_a_record_names_the_executor_whose_code_its_thread_runs(
         restore_logging: None, capfd: pytest.CaptureFixture[str]) -> None:
-    """A thread with a `log_context()` (the runtime's executor threads) has what it
-    says on every record written in it, whatever the logger, ``print()`` included;
-    other threads' records, and a context that says None, name nothing."""
+    """A thread with a `storm_zmq_log_context()` (the runtime's executor threads)
+    has what it says on every record written in it, whatever the logger, ``print()``
+    included; other threads' records, and a context that says None, name nothing."""
     configure_worker_logging(conf(1 << 20, 2), None, "worker-0", capture_stdio=True)
     label: list[str | None] = ["count:3"]
 
     class ExecutorLike(threading.Thread):
-        def log_context(self) -> str | None:
+        def storm_zmq_log_context(self) -> str | None:
             return label[0]
 
         def run(self) -> None:
@@ -139,6 +140,74 @@ def test_a_record_names_the_executor_whose_code_its_thread_runs(
     assert "worker-0 INFO STDOUT [count:3]: printed\n" in err, err
     assert "worker-0 INFO storm_zmq.runtime.executor: between steps\n" in err, err
     assert "worker-0 INFO storm_zmq.runtime.worker: the main thread's\n" in err, err
+
+
+def test_a_thread_whose_context_cannot_be_read_still_logs_and_prints(
+        restore_logging: None, capfd: pytest.CaptureFixture[str]) -> None:
+    """The filter runs inside the caller's logging call (a component's ``print()``
+    too): a context that raises, or is no method, names nothing, and loses nothing."""
+    configure_worker_logging(conf(1 << 20, 2), None, "worker-0", capture_stdio=True)
+
+    class Raising(threading.Thread):
+        def storm_zmq_log_context(self) -> str | None:
+            raise RuntimeError("broken")
+
+        def run(self) -> None:
+            logging.getLogger("users.module").info("logged anyway")
+            print("printed anyway")
+
+    class NotAMethod(threading.Thread):
+        storm_zmq_log_context = {"not": "callable"}
+
+        def run(self) -> None:
+            print("printed too")
+
+    for thread in (Raising(), NotAMethod()):
+        thread.start()
+        thread.join()
+    err = capfd.readouterr().err
+    assert "worker-0 INFO users.module: logged anyway\n" in err, err
+    assert "worker-0 INFO STDOUT: printed anyway\n" in err, err
+    assert "worker-0 INFO STDOUT: printed too\n" in err, err
+
+
+def test_what_two_threads_print_at_once_stays_apart_with_its_own_executor(
+        restore_logging: None, capfd: pytest.CaptureFixture[str]) -> None:
+    """Captured output is cut into records per thread: a line one thread has begun
+    is not finished, nor named, by another thread's print."""
+    configure_worker_logging(conf(1 << 20, 2), None, "worker-0", capture_stdio=True)
+    begun, finished = threading.Event(), threading.Event()
+
+    class Named(threading.Thread):
+        def __init__(self, label: str, body: Any) -> None:
+            super().__init__()
+            self.label, self.body = label, body
+
+        def storm_zmq_log_context(self) -> str:
+            return self.label
+
+        def run(self) -> None:
+            self.body()
+
+    def first() -> None:
+        sys.stdout.write("from A, ")
+        begun.set()
+        assert finished.wait(10)
+        print("its end")
+
+    def second() -> None:
+        assert begun.wait(10)
+        print("from B")
+        finished.set()
+
+    threads = [Named("a:1", first), Named("b:2", second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    err = capfd.readouterr().err
+    assert "worker-0 INFO STDOUT [b:2]: from B\n" in err, err
+    assert "worker-0 INFO STDOUT [a:1]: from A, its end\n" in err, err
 
 
 def test_the_out_file_is_appended_and_rolled_once_when_too_big(tmp_path: Path) -> None:

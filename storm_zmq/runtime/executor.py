@@ -155,7 +155,7 @@ class Executor(threading.Thread):
         self.assignment = assignment
         self.component = assignment.component
         self.index = assignment.index
-        #: What the worker's log lines written while its code runs say (`log_context`)
+        #: What the worker's log lines written while its code runs say (`storm_zmq_log_context`)
         self.log_label = executor_label(assignment.component, assignment.tasks)
         self.incoming: BatchQueue[tuple[int, Any]] = worker.queues[assignment.index]
         self._task_location = worker.task_location
@@ -261,9 +261,9 @@ class Executor(threading.Thread):
 
     # -- thread ---------------------------------------------------------------------
 
-    def log_context(self) -> str | None:
-        """Which executor's code this thread runs (storm_zmq.logs): its own, in a
-        thread of its own."""
+    def storm_zmq_log_context(self) -> str | None:
+        """Which executor's code this thread runs (storm_zmq.logs.ExecutorContext):
+        its own, in a thread of its own."""
         return self.log_label
 
     def run(self) -> None:

@@ -280,8 +280,9 @@ class SharedExecutorThread(threading.Thread):
             executor.incoming.on_put = self._wake.set
         state.transfer.on_take = self._wake.set  # room for the executors it stopped
 
-    def log_context(self) -> str | None:
-        """Which executor's code this thread runs now, if one's (storm_zmq.logs): the
+    def storm_zmq_log_context(self) -> str | None:
+        """Which executor's code this thread runs now, if one's (storm_zmq.logs.
+        ExecutorContext): the
         worker's log lines written meanwhile name it. Read, not kept, so the steps
         pay nothing for it."""
         executor = self.stepping or self.handed_over or self._starting

@@ -325,9 +325,12 @@ def test_an_executor_that_waits_leaves_for_a_thread_of_its_own_and_the_rest_go_o
     thread.start()
     for _ in executors:
         assert state._ready.acquire(timeout=10)
+    contexts: set[str | None] = set()  # what the log names, in the shared thread and then its own
     for component in count.components.values():
         process = component.process
-        component.process = lambda tup, process=process: (time.sleep(0.002), process(tup))
+        component.process = lambda tup, process=process: (
+            contexts.add(threading.current_thread().storm_zmq_log_context()),  # type: ignore[attr-defined]
+            time.sleep(0.002), process(tup))
     spout.request_activate()
     wait_for(lambda: thread.own_threads == [count], "the count bolt's own thread")
     assert count.is_alive() and not count.shared and count not in thread.executors
@@ -343,6 +346,7 @@ def test_an_executor_that_waits_leaves_for_a_thread_of_its_own_and_the_rest_go_o
     assert spout.failed == 0 and spout.acked == spout.emitted
     assert count.executed == split.emitted
     assert all(e.failure is None for e in executors)
+    assert contexts == {count.log_label}
 
 
 def test_the_thread_names_the_executor_whose_code_it_runs_for_the_log() -> None:
@@ -358,7 +362,7 @@ def test_the_thread_names_the_executor_whose_code_it_runs_for_the_log() -> None:
 
     def build_and_see() -> None:
         build()
-        seen["initialize"].append(thread.log_context())
+        seen["initialize"].append(thread.storm_zmq_log_context())
 
     count.build_components = build_and_see  # type: ignore[method-assign]
     thread.start()
@@ -367,8 +371,8 @@ def test_the_thread_names_the_executor_whose_code_it_runs_for_the_log() -> None:
     for component in count.components.values():
         process = component.process
         component.process = lambda tup, process=process: (
-            seen["process"].append(thread.log_context()), process(tup))
-        component.cleanup = lambda: seen["cleanup"].append(thread.log_context())
+            seen["process"].append(thread.storm_zmq_log_context()), process(tup))
+        component.cleanup = lambda: seen["cleanup"].append(thread.storm_zmq_log_context())
     spout.request_activate()
     wait_for(lambda: spout.acked >= 100, "100 trees acked")
     spout.request_deactivate()
@@ -382,7 +386,7 @@ def test_the_thread_names_the_executor_whose_code_it_runs_for_the_log() -> None:
     assert seen["initialize"] == [label]
     assert seen["process"] and set(seen["process"]) == {label}
     assert seen["cleanup"] == [label]
-    assert thread.log_context() is None
+    assert thread.storm_zmq_log_context() is None
 
 
 def test_a_failure_in_the_threads_own_code_is_the_threads_not_the_last_executors() -> None:
