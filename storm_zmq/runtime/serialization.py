@@ -249,11 +249,12 @@ def wire_roots(
     dict, or a `TupleId`): None when no tuple is tracked; the pairs form when every
     entry is a one-tree `TupleId` (an acking bolt's emits); else a nil or map per
     tuple. The pairs are gathered by C loops: a run holds up to a batch of tuples."""
-    try:
-        if not any(map(_MANY, entries)):  # every entry a TupleId in one tree
-            return list(chain.from_iterable(map(_ROOT_AND_EDGE, entries)))
-    except AttributeError:  # a None or a dict among them
-        pass
+    if entries and type(entries[0]) is TupleId:
+        try:
+            if not any(map(_MANY, entries)):  # every entry a TupleId in one tree
+                return list(chain.from_iterable(map(_ROOT_AND_EDGE, entries)))
+        except AttributeError:  # a None or a dict among them
+            pass
     if not any(entries):
         return None
     return [entry.roots if type(entry) is TupleId else entry for entry in entries]
