@@ -529,6 +529,39 @@ def test_a_batch_larger_than_the_transport_carries_is_split_in_order() -> None:
     assert [v[0] for m in batch for v in decode_tuples(m.message)[3]] == remote
 
 
+@pytest.mark.parametrize("kind", ["one tree each", "mixed"])
+def test_a_tracked_run_larger_than_the_transport_carries_is_split_with_its_roots(kind: str) -> None:
+    """Halving a payload cuts its roots where it cuts its values, in the pairs form
+    (two ids a tuple) as in the map form: every tuple arrives in order, with its own
+    ids."""
+    state, split, _, count = two_workers(max_payload=60)
+    (split_task,) = split.assignment.tasks
+    remote = count.assignment.tasks[0]
+    route = split.components[split_task]._collector._default_route
+    ids: list[Any] = [TupleId({100 + i: 5}) for i in range(30)]
+    if kind == "mixed":  # untracked, one tree, two trees
+        ids = [None if i % 3 == 0 else TupleId({100 + i: 5}) if i % 3 == 1
+               else TupleId({100 + i: 5, 900 + i: 6}) for i in range(30)]
+    for i, tuple_id in enumerate(ids):
+        if tuple_id is None:
+            split._deliver_untracked(split_task, route, (f"w{i:02d}",), [remote])
+        else:
+            split._deliver_anchored(split_task, route, (f"w{i:02d}",), [sentence(state, "x", tuple_id)],
+                                    [remote])
+    split.flush()
+    messages = [m for batch in state.transfer.get_all(timeout=0) for m in batch]
+    assert len(messages) > 2 and all(len(m.message) <= 60 for m in messages)
+    tuples = count._tuples_of([(m.task, m.message) for m in messages])
+    assert count.malformed == 0
+    assert [tup.values.word for _, tup in tuples] == [f"w{i:02d}" for i in range(30)]
+    for i, (_, tup) in enumerate(tuples):
+        expected = ids[i]
+        if expected is None:
+            assert tup.id is None
+        else:
+            assert set(tup.id.roots) == set(expected.roots)
+
+
 def test_an_anchored_emit_to_both_workers_loses_no_copy_when_the_buffer_fills_midway() -> None:
     """The auto-anchored per-word path buffers every target's copy before it checks
     the bound: a flush between two targets would renew the output it writes to."""

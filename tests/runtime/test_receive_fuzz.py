@@ -58,6 +58,7 @@ from storm_zmq.runtime.executor import new_executor
 from storm_zmq.runtime.local import RunOptions, run_local
 from storm_zmq.runtime.serialization import (
     MalformedTuple,
+    are_acker_acks,
     check_system_tuple,
     decode_tuples,
     encode_tuple,
@@ -200,6 +201,38 @@ def test_system_tuples_that_pass_the_check_are_safe_for_acker_and_spout(
     else:
         pending = SpoutPending(30)
         assert (pending.ack if stream == ACKER_ACK_STREAM_ID else pending.fail)(values[0]) is None
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(
+    st.lists(st.one_of(st.integers(-5, 5), st.integers(-(2**64), 2**65), st.booleans(),
+                       st.text(max_size=2), st.none(), st.floats()), max_size=3),
+    st.tuples(st.integers(0, 2**64), st.integers(-1, 2**64)).map(list),
+    st.integers(), st.none()), max_size=5))
+def test_the_acker_acks_fast_check_admits_only_what_the_full_check_admits(batch: list[Any]) -> None:
+    """`are_acker_acks` (make_tuples' one loop for `__ack_ack` to an acker) says
+    True exactly when every entry is a values list that check_system_tuple admits."""
+    def admitted(values: Any) -> bool:
+        if type(values) is not list:
+            return False
+        try:
+            check_system_tuple(ACKER_ACK_STREAM_ID, 3, values, from_acker=False, to_acker=True)
+        except MalformedTuple:
+            return False
+        return True
+
+    assert are_acker_acks(batch) == all(admitted(values) for values in batch)
+
+
+def test_acker_acks_from_another_worker_become_tuples_and_bad_ones_say_why(state: WorkerState) -> None:
+    acker = min(t for t, c in state.assignment.task_component.items() if c == "__acker")
+    relay = min(t for t, c in state.assignment.task_component.items() if c == "relay")
+    good = state.make_tuples(relay, ACKER_ACK_STREAM_ID, None, [[5, 0], [U64, U64]], acker)
+    assert [(tup.id, tup.component, tup.stream, tup.task, tup.values) for tup in good] == [
+        (None, "relay", ACKER_ACK_STREAM_ID, relay, [5, 0]),
+        (None, "relay", ACKER_ACK_STREAM_ID, relay, [U64, U64])]
+    with pytest.raises(MalformedTuple, match="root id 0 is out of range"):
+        state.make_tuples(relay, ACKER_ACK_STREAM_ID, None, [[5, 0], [0, 1]], acker)
 
 
 @pytest.mark.parametrize(

@@ -156,6 +156,7 @@ def test_a_run_of_one_tree_ids_travels_as_root_edge_pairs() -> None:
     ([one_tree_id(1, 2), {3: 4}], [{1: 2}, {3: 4}]),
     ([one_tree_id(1, 2), TupleId({3: 4, 5: 6})], [{1: 2}, {3: 4, 5: 6}]),
     ([{3: 4}], [{3: 4}]),
+    ([one_tree_id(1, 2), TupleId({})], [{1: 2}, {}]),  # an id in no tree: a map, as before
 ])
 def test_a_run_with_any_other_entry_travels_as_a_map_per_tuple(entries: list, expected: object) -> None:
     assert wire_roots(entries) == expected
@@ -172,6 +173,8 @@ def test_a_run_with_any_other_entry_travels_as_a_map_per_tuple(entries: list, ex
     [1, 2, 3, 4.0],
     [1, 2, 3, None],
     [1, 2, {3: 4}, 5],
+    [1, 2, 3, False],  # msgpack's booleans are no ids
+    [1, True, 3, 4],
 ])
 def test_root_pairs_that_are_not_two_ids_a_tuple_are_malformed(pairs: list) -> None:
     payload = msgpack.packb([[[1], [2]], 1, "default", pairs])
