@@ -17,10 +17,9 @@ the batch is in exactly one tree, the *pairs* form: a flat array ``[root, edge,
 root, edge, ...]``, two ints per tuple, told apart by its first entry (an int, never
 nil or a map). A receiver takes either form; a sender uses the pairs form for runs
 of an acking bolt's emits on one anchor each (`wire_roots`), nearly all of what two
-acking workers send each other, and the map form for the rest. The pairs form is
-what two acking workers send most: against a map per tuple it saved about 0.26 µs
-a tuple decoding it into Tuples and 0.12 µs encoding it (docs/benchmarks.md,
-session 31). Ids are unsigned 64-bit,
+acking workers send each other, and the map form for the rest: against a map per
+tuple the pairs save about 0.26 µs a tuple decoding into Tuples and 0.12 µs
+encoding (docs/benchmarks.md, session 31). Ids are unsigned 64-bit,
 which msgpack carries as is. `values` comes first so that the receive thread can
 read the batch's size from the payload's first bytes (`payload_tuple_count`) and
 count it against the receiving executor's queue bound without decoding it.
@@ -32,7 +31,6 @@ import operator
 import reprlib
 from collections.abc import Sequence
 from itertools import chain, repeat
-from operator import is_not
 from typing import Any
 
 from storm_zmq.runtime.acking import (
@@ -257,7 +255,7 @@ def wire_roots(
     tuple. The pairs are gathered by C loops: a run holds up to a batch of tuples."""
     if entries and type(entries[0]) is TupleId:
         try:  # every entry a TupleId in one tree: `many` None (an empty one is no tree)
-            if not any(map(is_not, map(_MANY, entries), repeat(None))):
+            if not any(map(operator.is_not, map(_MANY, entries), repeat(None))):
                 return list(chain.from_iterable(map(_ROOT_AND_EDGE, entries)))
         except AttributeError:  # a None or a dict among them
             pass

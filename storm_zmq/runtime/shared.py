@@ -281,10 +281,9 @@ class SharedExecutorThread(threading.Thread):
         state.transfer.on_take = self._wake.set  # room for the executors it stopped
 
     def storm_zmq_log_context(self) -> str | None:
-        """Which executor's code this thread runs now, if one's (storm_zmq.logs.
-        ExecutorContext): the
-        worker's log lines written meanwhile name it. Read, not kept, so the steps
-        pay nothing for it."""
+        """Which executor's code this thread runs now, if one's: the worker's log
+        lines written meanwhile name it (storm_zmq.logs.ExecutorContext). Read from
+        what the loop records anyway, so the steps pay nothing for it."""
         executor = self.stepping or self.handed_over or self._starting
         return None if executor is None else executor.log_label
 
