@@ -40,13 +40,14 @@ import argparse
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from storm_zmq.runtime.local import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 0.8
@@ -64,16 +65,12 @@ class SparkBench(Topology):
 '''
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def run_case(args: argparse.Namespace, topology: Path, source: str, acking: bool) -> dict[str, Any]:
     rows = args.rows_acked if acking else args.rows
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as out:
-        ports = [free_port() for _ in range(args.workers)]
+        ports = free_ports(args.workers)  # below the ephemeral range: see storm_zmq.runtime.local
         options = [
             "-o", f"supervisor.slots.ports={ports}", "-o", f"bench.output_dir={out}",
             "-o", f"bench.rows={rows}", "-o", f"bench.partitions={args.partitions}",

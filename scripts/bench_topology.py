@@ -69,7 +69,6 @@ import io
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -86,7 +85,7 @@ import msgpack
 import zmq
 
 from storm_zmq.config import DEFAULTS, ConfigError, parse_override
-from storm_zmq.runtime.local import RunOptions, run_local
+from storm_zmq.runtime.local import RunOptions, free_ports, run_local
 from storm_zmq.runtime.worker import STATS_INTERVAL
 from storm_zmq.topology.errors import TopologyError
 
@@ -407,21 +406,6 @@ class ProcSampler(threading.Thread):
 
 
 # --- one run of a topology ---------------------------------------------------------------------
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports nothing listens on now, so that runs never collide with another
-    topology on the default supervisor.slots.ports."""
-    socks = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            socks.append(sock)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for sock in socks:
-            sock.close()
 
 
 def warmup_seconds(seconds: float) -> float:

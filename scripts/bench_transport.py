@@ -69,6 +69,7 @@ from storm_zmq.messaging import TRANSPORT_ALIASES, TaskMessage, load_context
 from storm_zmq.messaging.auth import TopologySecrets
 from storm_zmq.messaging.stream import FrameReader, length_prefix
 from storm_zmq.messaging.wire import decode_frame, encode_batch
+from storm_zmq.runtime.local import free_ports
 from storm_zmq.runtime.tuning import tune_gc
 
 LINKS = ("zmq", "raw-zmq", "tcp", "raw-socket", "zmq-curve", "tcp-auth")
@@ -540,9 +541,7 @@ def sender_main(link: str, port: int, pipe: Pipe, go: Event) -> None:
 
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return free_ports(1)[0]  # below the ephemeral range: see storm_zmq.runtime.local
 
 
 def _answer(pipe: Pipe, timeout: float, who: str) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import random
 import re
 import reprlib
 import signal
@@ -219,6 +220,45 @@ def check_ports(ports: list[int]) -> None:
                     f"{_who_holds(port) or 'stop what uses it'} or choose other ports with "
                     "-o supervisor.slots.ports=[...]"
                 ) from None
+
+
+#: Where `free_ports` looks: from here up to the kernel's ephemeral range.
+LOWEST_FREE_PORT = 10_000
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports nothing listens on now, for runs that must not meet
+    another topology on the default supervisor.slots.ports (the benchmarks'). Picked
+    at random below the kernel's ephemeral range: a port the kernel hands out for a
+    bind to port 0 is one it may give another program's connection next, before the
+    run's worker binds it (a suite run found its port busy so). Where that range
+    starts too low to leave room, the kernel's pick."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ranges:
+            ephemeral = int(ranges.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral = 32_768
+    ports: list[int] = []
+    for _ in range(10_000 if ephemeral > LOWEST_FREE_PORT + 1_000 else 0):
+        port = random.randrange(LOWEST_FREE_PORT, ephemeral)
+        if port in ports:
+            continue
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("0.0.0.0", port))  # as check_ports probes it
+            except OSError:
+                continue
+        ports.append(port)
+        if len(ports) == count:
+            return ports
+    while len(ports) < count:
+        with socket.socket() as probe:
+            probe.bind(("0.0.0.0", 0))
+            port = probe.getsockname()[1]
+        if port not in ports:
+            ports.append(port)
+    return ports
 
 
 def _who_holds(port: int) -> str | None:
