@@ -36,7 +36,7 @@ from storm_zmq.messaging import Connection, load_context
 from storm_zmq.messaging.base import SendTimeout, TaskMessage
 from storm_zmq.messaging.counters import RefusalLog
 from storm_zmq.runtime.acker_executor import AckerExecutor
-from storm_zmq.runtime.acking import ACKER_ACK_STREAM_ID, ACKER_INIT_STREAM_ID
+from storm_zmq.runtime.acking import ACKER_INIT_STREAM_ID
 from storm_zmq.runtime.assignment import ACKER, Assignment, WorkerSlot
 from storm_zmq.runtime.backpressure import (
     BACKPRESSURE_TASK,
@@ -57,9 +57,8 @@ from storm_zmq.runtime.serialization import (
     MalformedTuple,
     TupleId,
     WireRoots,
-    are_acker_acks,
     are_root_pairs,
-    check_system_tuple,
+    check_system_tuples,
     one_tree_id,
     payload_tuple_count,
     roots_per_tuple,
@@ -333,15 +332,10 @@ class WorkerState:
                 component = self.assignment.task_component[source]
                 from_acker = component == ACKER
                 to_acker = self.assignment.task_component.get(target) == ACKER
-                if (stream == ACKER_ACK_STREAM_ID and to_acker and not from_acker
-                        and roots is None and are_acker_acks(values)):
-                    # most of what crosses to an acker: checked in one loop, the
-                    # rest (and whatever fails it) by check_system_tuple below
+                check_system_tuples(stream, source, values, from_acker=from_acker, to_acker=to_acker)
+                if roots is None:  # the acker protocol: untracked
                     return [tuple.__new__(Tuple, (None, component, stream, source, tuple_values))
                             for tuple_values in values]
-                for tuple_values in values:
-                    check_system_tuple(stream, source, tuple_values, from_acker=from_acker,
-                                       to_acker=to_acker)
                 return [
                     Tuple(TupleId(tuple_roots) if tuple_roots else None, component, stream, source,
                           tuple_values)

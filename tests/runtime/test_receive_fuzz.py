@@ -58,8 +58,8 @@ from storm_zmq.runtime.executor import new_executor
 from storm_zmq.runtime.local import RunOptions, run_local
 from storm_zmq.runtime.serialization import (
     MalformedTuple,
-    are_acker_acks,
     check_system_tuple,
+    check_system_tuples,
     decode_tuples,
     encode_tuple,
 )
@@ -204,24 +204,37 @@ def test_system_tuples_that_pass_the_check_are_safe_for_acker_and_spout(
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.one_of(
-    st.lists(st.one_of(st.integers(-5, 5), st.integers(-(2**64), 2**65), st.booleans(),
-                       st.text(max_size=2), st.none(), st.floats()), max_size=3),
-    st.tuples(st.integers(0, 2**64), st.integers(-1, 2**64)).map(list),
-    st.integers(), st.none()), max_size=5))
-def test_the_acker_acks_fast_check_admits_only_what_the_full_check_admits(batch: list[Any]) -> None:
-    """`are_acker_acks` (make_tuples' one loop for `__ack_ack` to an acker) says
-    True exactly when every entry is a values list that check_system_tuple admits."""
-    def admitted(values: Any) -> bool:
-        if type(values) is not list:
-            return False
+@given(
+    st.sampled_from([*SYSTEM_STREAMS, "__tick"]),
+    st.lists(st.one_of(
+        st.lists(st.one_of(st.integers(-5, 5), st.integers(-(2**64), 2**65), st.booleans(),
+                           st.sampled_from([3, 4]), st.text(max_size=2), st.none(), st.floats()),
+                 max_size=4),
+        st.tuples(st.integers(0, 2**64), st.integers(-1, 2**64)).map(list),
+        st.tuples(st.integers(1, 9), st.integers(0, 9), st.sampled_from([3, 4])).map(list)),
+        min_size=1, max_size=5),
+    st.booleans(), st.booleans(),
+)
+def test_the_batch_check_admits_only_what_the_check_of_each_tuple_admits(
+    stream: str, batch: list[Any], from_acker: bool, to_acker: bool,
+) -> None:
+    """`check_system_tuples` (make_tuples' check of a system batch, each field for
+    the whole batch at once) passes exactly the batches every tuple of which
+    check_system_tuple admits, and otherwise raises what it raises for the first
+    tuple it refuses."""
+    def outcome(check: Any) -> str | None:
         try:
-            check_system_tuple(ACKER_ACK_STREAM_ID, 3, values, from_acker=False, to_acker=True)
-        except MalformedTuple:
-            return False
-        return True
+            check()
+        except MalformedTuple as exc:
+            return str(exc)
+        return None
 
-    assert are_acker_acks(batch) == all(admitted(values) for values in batch)
+    def each() -> None:
+        for values in batch:
+            check_system_tuple(stream, 3, values, from_acker=from_acker, to_acker=to_acker)
+
+    assert outcome(lambda: check_system_tuples(
+        stream, 3, batch, from_acker=from_acker, to_acker=to_acker)) == outcome(each)
 
 
 def test_acker_acks_from_another_worker_become_tuples_and_bad_ones_say_why(state: WorkerState) -> None:
