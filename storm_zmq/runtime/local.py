@@ -226,6 +226,16 @@ def check_ports(ports: list[int]) -> None:
 LOWEST_FREE_PORT = 10_000
 
 
+def ephemeral_port_start() -> int:
+    """The first port the kernel hands out for a bind to port 0 or a connection's own
+    end (Linux's ip_local_port_range; its default where that cannot be read)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ranges:
+            return int(ranges.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
 def free_ports(count: int) -> list[int]:
     """`count` distinct ports nothing listens on now, for runs that must not meet
     another topology on the default supervisor.slots.ports (the benchmarks'). Picked
@@ -233,11 +243,7 @@ def free_ports(count: int) -> list[int]:
     bind to port 0 is one it may give another program's connection next, before the
     run's worker binds it (a suite run found its port busy so). Where that range
     starts too low to leave room, the kernel's pick."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as ranges:
-            ephemeral = int(ranges.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        ephemeral = 32_768
+    ephemeral = ephemeral_port_start()
     ports: list[int] = []
     for _ in range(10_000 if ephemeral > LOWEST_FREE_PORT + 1_000 else 0):
         port = random.randrange(LOWEST_FREE_PORT, ephemeral)

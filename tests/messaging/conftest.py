@@ -13,13 +13,13 @@ import pytest
 
 from storm_zmq.config import DEFAULTS
 from storm_zmq.messaging import TRANSPORT_ALIASES, Context, load_context
+from storm_zmq.runtime.local import LOWEST_FREE_PORT, ephemeral_port_start
 
 ALL_TRANSPORTS = ["zmq", "tcp", "local"]
 NETWORK_TRANSPORTS = ["zmq", "tcp"]
 
 
 _HANDED_OUT: set[int] = set()
-_LOWEST_PORT = 10_000
 
 
 def _port_range() -> range:
@@ -29,16 +29,12 @@ def _port_range() -> range:
     or by the other pytest process before its test bound it: a run then found its
     port busy. Below it, and split between the pytest-xdist processes, nothing
     else hands them out."""
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
-            ephemeral = int(ports.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        ephemeral = 32_768
+    ephemeral = ephemeral_port_start()
     processes = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     index = int(worker[2:]) if worker[2:].isdigit() else 0
-    share = (ephemeral - _LOWEST_PORT) // processes
-    start = _LOWEST_PORT + (index % processes) * share
+    share = (ephemeral - LOWEST_FREE_PORT) // processes
+    start = LOWEST_FREE_PORT + (index % processes) * share
     return range(start, start + share)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from storm_zmq.runtime.local import LOWEST_FREE_PORT, check_ports, free_ports
+from storm_zmq.runtime.local import LOWEST_FREE_PORT, check_ports, ephemeral_port_start, free_ports
 from tests.messaging.conftest import free_port
 
 PROJECT = Path(__file__).parent / "project"
@@ -872,8 +872,7 @@ def test_a_workers_error_is_said_in_one_line_that_names_the_exception() -> None:
 def test_free_ports_for_a_run_are_distinct_bindable_and_below_the_ephemeral_range() -> None:
     """The benchmarks' ports: a port the kernel hands out for a bind to port 0 may go
     to another program's connection before the run binds it, so they come from below."""
-    with open("/proc/sys/net/ipv4/ip_local_port_range") as ranges:
-        ephemeral = int(ranges.read().split()[0])
+    ephemeral = ephemeral_port_start()
     ports = free_ports(5)
     assert len(set(ports)) == 5
     if ephemeral > LOWEST_FREE_PORT + 1_000:
