@@ -27,6 +27,7 @@ from storm_zmq.runtime.shared import (
     SharedExecutorThread,
     _pread_holding_the_lock,
 )
+from storm_zmq.runtime.worker import WorkerState
 from tests.runtime.wordcount_state import word_count_state
 
 ONE_EACH = {"split_bolt": (1, 1), "count_bolt": (1, 1)}
@@ -50,6 +51,26 @@ def shared_executors(conf: dict[str, Any], workers: int = 1,
     return executors
 
 
+def start_shared(state: WorkerState, executors: list[Executor]) -> SharedExecutorThread:
+    """A shared thread running `executors`, started, once every one is up."""
+    thread = SharedExecutorThread(state, executors)
+    thread.start()
+    for _ in executors:
+        assert state._ready.acquire(timeout=10)
+    return thread
+
+
+def drain_and_stop(spout: Executor, executors: list[Executor], thread: SharedExecutorThread) -> None:
+    """Deactivate `spout`, wait until every tree settled and every queue is empty,
+    then stop every executor and the thread."""
+    spout.request_deactivate()
+    wait_for(lambda: spout.pending_count == 0 and all(e.queued == 0 for e in executors), "the drain")
+    for executor in executors:
+        executor.stop_requested.set()
+    thread.join(10)
+    assert not thread.is_alive()
+
+
 def take_all(queue: BatchQueue[Any]) -> list[Any]:
     return [item for batch in queue.get_all(timeout=0) for item in batch]
 
@@ -58,18 +79,10 @@ def test_one_thread_runs_the_word_count_and_settles_every_tree() -> None:
     state = word_count_state({"topology.max.spout.pending": 200})
     executors = [new_executor(state, e) for e in state.local_executors]
     (spout,) = [e for e in executors if e.is_spout]
-    thread = SharedExecutorThread(state, executors)
-    thread.start()
-    for _ in executors:
-        assert state._ready.acquire(timeout=10)
+    thread = start_shared(state, executors)
     spout.request_activate()
     wait_for(lambda: spout.acked >= 2000, "2,000 trees acked")
-    spout.request_deactivate()
-    wait_for(lambda: spout.pending_count == 0 and all(e.queued == 0 for e in executors), "the drain")
-    for executor in executors:
-        executor.stop_requested.set()
-    thread.join(10)
-    assert not thread.is_alive()
+    drain_and_stop(spout, executors, thread)
     assert all(e.ident is None for e in executors), "no executor had a thread of its own"
     assert spout.failed == 0 and spout.acked == spout.emitted
     words = sum(e.emitted for e in executors if e.component == "split_bolt")
@@ -321,10 +334,7 @@ def test_an_executor_that_waits_leaves_for_a_thread_of_its_own_and_the_rest_go_o
     (spout,) = [e for e in executors if e.is_spout]
     (split,) = [e for e in executors if e.component == "split_bolt"]
     (count,) = [e for e in executors if e.component == "count_bolt"]
-    thread = SharedExecutorThread(state, executors)
-    thread.start()
-    for _ in executors:
-        assert state._ready.acquire(timeout=10)
+    thread = start_shared(state, executors)
     contexts: set[str | None] = set()  # what the log names, in the shared thread and then its own
     for component in count.components.values():
         process = component.process
@@ -336,13 +346,9 @@ def test_an_executor_that_waits_leaves_for_a_thread_of_its_own_and_the_rest_go_o
     assert count.is_alive() and not count.shared and count not in thread.executors
     wait_for(lambda: split.executed >= spout.emitted >= 100 and count.queued > 0,
              "every sentence split while the count bolt has words to go")
-    spout.request_deactivate()
-    wait_for(lambda: spout.pending_count == 0 and all(e.queued == 0 for e in executors), "the drain")
-    for executor in executors:
-        executor.stop_requested.set()
-    thread.join(10)
+    drain_and_stop(spout, executors, thread)
     count.join(10)
-    assert not thread.is_alive() and not count.is_alive()
+    assert not count.is_alive()
     assert spout.failed == 0 and spout.acked == spout.emitted
     assert count.executed == split.emitted
     assert all(e.failure is None for e in executors)
@@ -356,18 +362,15 @@ def test_the_thread_names_the_executor_whose_code_it_runs_for_the_log() -> None:
     executors = [new_executor(state, e) for e in state.local_executors]
     (spout,) = [e for e in executors if e.is_spout]
     (count,) = [e for e in executors if e.component == "count_bolt"]
-    thread = SharedExecutorThread(state, executors)
     seen: dict[str, list[str | None]] = {"initialize": [], "process": [], "cleanup": []}
     build = count.build_components
 
-    def build_and_see() -> None:
+    def build_and_see() -> None:  # in the shared thread, starting the executor
         build()
-        seen["initialize"].append(thread.storm_zmq_log_context())
+        seen["initialize"].append(threading.current_thread().storm_zmq_log_context())  # type: ignore[attr-defined]
 
     count.build_components = build_and_see  # type: ignore[method-assign]
-    thread.start()
-    for _ in executors:
-        assert state._ready.acquire(timeout=10)
+    thread = start_shared(state, executors)
     for component in count.components.values():
         process = component.process
         component.process = lambda tup, process=process: (
@@ -375,12 +378,7 @@ def test_the_thread_names_the_executor_whose_code_it_runs_for_the_log() -> None:
         component.cleanup = lambda: seen["cleanup"].append(thread.storm_zmq_log_context())
     spout.request_activate()
     wait_for(lambda: spout.acked >= 100, "100 trees acked")
-    spout.request_deactivate()
-    wait_for(lambda: spout.pending_count == 0 and all(e.queued == 0 for e in executors), "the drain")
-    for executor in executors:
-        executor.stop_requested.set()
-    thread.join(10)
-    assert not thread.is_alive()
+    drain_and_stop(spout, executors, thread)
     (task,) = count.assignment.tasks
     label = f"count_bolt:{task}"
     assert seen["initialize"] == [label]
