@@ -7,7 +7,11 @@ restarts leaves them running, and when it starts again it adopts them. An adopte
 worker is not its child, so it cannot be waited for; `AdoptedProcess` watches it by
 pid and start time instead (a pid the kernel gave to another process since is not
 taken for it), and learns its exit code from the file the worker writes as it
-exits (`EXIT_FILE`). A worker killed by a signal writes none: its code is unknown.
+exits (`EXIT_FILE`, `record_exit`). A worker killed by a signal writes none: its
+code is unknown. The file names the pid it is about: the supervisor launches the
+slot's next worker in the same directory, and `storm-zmq kill_workers` may read the
+code of the worker it stopped after that launch (it did, once, in CI, when the
+launch still removed the file).
 
 `find_workers` is how both the supervisor and `storm-zmq kill_workers` tell which
 processes are the workers of a `storm.local.dir`: every live process whose command
@@ -30,7 +34,8 @@ from typing import Protocol
 
 #: In a worker's directory: its pid, written by the supervisor that started it.
 PID_FILE = "pid"
-#: In a worker's directory: its exit code, written by the worker as it exits.
+#: In a worker's directory: ``PID CODE`` of its last worker that exited, written by
+#: the worker as it exits (`record_exit`).
 EXIT_FILE = "exit"
 #: The module a worker runs (`python -m storm_zmq.cluster.worker`).
 WORKER_MODULE = "storm_zmq.cluster.worker"
@@ -63,10 +68,21 @@ def exit_text(code: int) -> str:
     return f"with code {code}"
 
 
-def exit_code(exit_file: Path) -> int:
-    """What a worker that exited wrote to its `EXIT_FILE`; `UNKNOWN_EXIT` if nothing."""
+def record_exit(exit_file: Path, code: int) -> None:
+    """Say, as this worker process exits, with what code (for a supervisor that
+    adopted it and cannot wait for it). Written whole, then renamed into place,
+    so that a reader never sees half of it."""
+    partial = exit_file.with_name(f"{exit_file.name}.{os.getpid()}")
+    partial.write_text(f"{os.getpid()} {code}")
+    partial.replace(exit_file)
+
+
+def exit_code(exit_file: Path, pid: int | None) -> int:
+    """What worker `pid` wrote to its `EXIT_FILE` as it exited; `UNKNOWN_EXIT` if
+    nothing, or if the file is another process's (a later worker of the slot)."""
     try:
-        return int(exit_file.read_text())
+        written_by, code = exit_file.read_text().split()
+        return int(code) if int(written_by) == pid else UNKNOWN_EXIT
     except (OSError, ValueError):
         return UNKNOWN_EXIT
 
@@ -119,7 +135,7 @@ class AdoptedProcess:
 
     def poll(self) -> int | None:
         if self._code is None and not self._alive():
-            self._code = exit_code(self._exit_file)
+            self._code = exit_code(self._exit_file, self.pid)
         return self._code
 
     def _signal(self, number: int) -> None:

@@ -507,7 +507,6 @@ class Supervisor:
     def _spawn(self, port: int, topology_id: str, index: int, directory: Path,
                launch: dict[str, Any], reason: str) -> None:
         (directory / "heartbeat").unlink(missing_ok=True)
-        (directory / EXIT_FILE).unlink(missing_ok=True)
         # The worker logs to its rotated .log itself; stdout/stderr are for what
         # bypasses logging (storm_zmq.logs), kept apart in a small .out file.
         log_file = open_worker_output(self.logs_dir, topology_id, port,
@@ -552,8 +551,9 @@ class Supervisor:
         live = {worker.directory for worker in found}
         for pid_file in (self.local_dir / "workers").glob(f"*/{PID_FILE}"):
             if pid_file.parent not in live:
+                code = exit_code(pid_file.parent / EXIT_FILE, _read_pid(pid_file))
                 log.info("worker %s exited %s while no supervisor ran on this storm.local.dir",
-                         pid_file.parent.name, exit_text(exit_code(pid_file.parent / EXIT_FILE)))
+                         pid_file.parent.name, exit_text(code))
                 pid_file.unlink(missing_ok=True)
         unwanted: list[tuple[FoundWorker, str]] = []
         for worker in found:
@@ -619,11 +619,19 @@ def _write_pid_file(directory: Path, pid: int) -> None:
     os.replace(part, directory / PID_FILE)
 
 
+def _read_pid(path: Path) -> int | None:
+    """The pid a pid file names; None when it is gone or not a number."""
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def _remove_pid_file(directory: Path, pid: int) -> None:
     """Unless it names another process by now (its supervisor relaunched the worker)."""
     path = directory / PID_FILE
-    with contextlib.suppress(OSError, ValueError):
-        if int(path.read_text()) == pid:
+    if _read_pid(path) == pid:
+        with contextlib.suppress(OSError):
             path.unlink()
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from storm_zmq.cluster.heartbeat import worker_beat
 from storm_zmq.cluster.log_levels import LogLevels, python_logger
-from storm_zmq.cluster.processes import EXIT_FILE
+from storm_zmq.cluster.processes import EXIT_FILE, record_exit
 from storm_zmq.cluster.state import ClusterState, worker_zookeeper_conf
 from storm_zmq.logs import configure_worker_logging
 from storm_zmq.runtime.assignment import WorkerSlot
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stderr.flush()
     # for a supervisor that adopted this worker (not its child: it cannot wait for it)
     with contextlib.suppress(OSError):
-        (Path(args.launch_file).parent / EXIT_FILE).write_text(str(code))
+        record_exit(Path(args.launch_file).parent / EXIT_FILE, code)
     os._exit(code)
 
 

@@ -11,12 +11,12 @@ import pytest
 
 from storm_zmq.cluster.processes import PID_FILE, WORKER_MODULE
 
-#: Sleeps until told to stop; on SIGTERM writes code 3 to its exit file and exits 3,
-#: as a worker does. Its arguments look like a worker's.
+#: Sleeps until told to stop; on SIGTERM writes its pid and code 3 to its exit file
+#: and exits 3, as a worker does. Its arguments look like a worker's.
 STAND_IN = """
-import pathlib, signal, sys, time
+import os, pathlib, signal, sys, time
 def stop(*_):
-    pathlib.Path(sys.argv[3]).with_name("exit").write_text("3")
+    pathlib.Path(sys.argv[3]).with_name("exit").write_text(f"{os.getpid()} 3")
     sys.exit(3)
 signal.signal(signal.SIGTERM, stop)
 print("ready", flush=True)

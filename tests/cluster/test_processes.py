@@ -19,8 +19,10 @@ from storm_zmq.cluster.processes import (
     PID_FILE,
     UNKNOWN_EXIT,
     AdoptedProcess,
+    exit_code,
     exit_text,
     find_workers,
+    record_exit,
     stop_processes,
 )
 from tests.cluster.conftest import stand_in
@@ -96,6 +98,32 @@ def test_a_worker_killed_by_a_signal_has_an_unknown_exit_code(
     assert process.wait(10) == -signal.SIGKILL
     assert exit_text(UNKNOWN_EXIT) == "with an unknown code (killed by a signal, or it crashed)"
     assert exit_text(-9) == "with code -9"
+
+
+def test_an_exit_file_is_read_for_the_worker_it_names_only(
+        tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
+    record_exit(tmp_path / EXIT_FILE, 7)
+    assert exit_code(tmp_path / EXIT_FILE, os.getpid()) == 7
+    assert list(tmp_path.iterdir()) == [tmp_path / EXIT_FILE]  # written whole, then renamed
+    assert exit_code(tmp_path / EXIT_FILE, os.getpid() + 1) == UNKNOWN_EXIT
+    assert exit_code(tmp_path / EXIT_FILE, None) == UNKNOWN_EXIT  # an unreadable pid file
+    for garbage in ("", "3", f"{os.getpid()} x", f"{os.getpid()} 1 2"):
+        (tmp_path / EXIT_FILE).write_text(garbage)
+        assert exit_code(tmp_path / EXIT_FILE, os.getpid()) == UNKNOWN_EXIT, garbage
+    # The slot's next worker runs in the same directory: its exit is not the one
+    # before's (kill_workers read it after the supervisor relaunched the slot, and
+    # reported the first worker's clean exit as a kill when the launch removed the file)
+    first = stand_in(started, tmp_path / "w")
+    adopted = AdoptedProcess.of(first.pid, tmp_path / "w" / EXIT_FILE)
+    assert adopted is not None
+    first.terminate()
+    assert first.wait(10) == 3
+    following = stand_in(started, tmp_path / "w")  # launched before anyone polled
+    assert adopted.poll() == 3
+    following.terminate()
+    assert following.wait(10) == 3
+    late = AdoptedProcess(first.pid, start_ticks=1, exit_file=tmp_path / "w" / EXIT_FILE)
+    assert late.poll() == UNKNOWN_EXIT  # the file now says how the next one exited
 
 
 def test_a_pid_that_another_process_has_since_is_not_the_adopted_worker(tmp_path: Path) -> None:
