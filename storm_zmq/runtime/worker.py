@@ -65,7 +65,7 @@ from storm_zmq.runtime.serialization import (
 )
 from storm_zmq.runtime.shared import SharedExecutorThread
 from storm_zmq.runtime.spout_executor import SpoutExecutor
-from storm_zmq.runtime.tuning import CollectionClock, pin_worker, tune_gc
+from storm_zmq.runtime.tuning import CollectionClock, pin_worker, tune_gc, wake_without_preempting
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.definition import storm_context
 from storm_zmq.topology.grouping import make_chooser
@@ -616,9 +616,9 @@ class Worker:
         else:
             self._runners += self.executors
         threads = [
-            threading.Thread(target=self._guarded, args=("receive", self._receive_loop),
+            threading.Thread(target=self._guarded, args=("receive", self._receive_loop, True),
                              name="receive", daemon=True),
-            threading.Thread(target=self._guarded, args=("send", self._send_loop),
+            threading.Thread(target=self._guarded, args=("send", self._send_loop, True),
                              name="send", daemon=True),
         ]
         if len(self.assignment.workers) > 1:
@@ -996,7 +996,11 @@ class Worker:
 
     # -- I/O threads ------------------------------------------------------------------
 
-    def _guarded(self, name: str, loop: Callable[[], None]) -> None:
+    def _guarded(self, name: str, loop: Callable[[], None], batch: bool = False) -> None:
+        """Run an I/O thread's `loop`, its failure the worker's. `batch`: the thread
+        wakes without preempting the executor thread (`tuning.wake_without_preempting`)."""
+        if batch:
+            wake_without_preempting()
         try:
             loop()
         except BaseException as exc:

@@ -1,5 +1,5 @@
-"""How a worker uses the machine: CPU pinning (pure choice, real affinity) and the
-garbage-collection clock."""
+"""How a worker uses the machine: CPU pinning (pure choice, real affinity), the
+transport threads' scheduling policy, and the garbage-collection clock."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,14 @@ import pytest
 
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.local import RunOptions, run_local
-from storm_zmq.runtime.tuning import HOST_SLOT_KEY, host_slot, host_slots, slot_cpu, worker_cpu
+from storm_zmq.runtime.tuning import (
+    HOST_SLOT_KEY,
+    host_slot,
+    host_slots,
+    slot_cpu,
+    wake_without_preempting,
+    worker_cpu,
+)
 from tests.messaging.conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -180,16 +188,43 @@ def _thread_cpus(pid: int) -> dict[str, frozenset[int]]:
     return found
 
 
+def _batch_threads(pid: int) -> int:
+    """How many threads of process `pid` run as SCHED_BATCH."""
+    count = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            count += os.sched_getscheduler(int(tid)) == os.SCHED_BATCH
+        except OSError:  # the thread ended meanwhile
+            continue
+    return count
+
+
+def test_a_thread_that_wakes_without_preempting_is_sched_batch_and_only_it() -> None:
+    policies: list[int] = []
+
+    def body() -> None:
+        policies.append(int(wake_without_preempting()))
+        policies.append(os.sched_getscheduler(0))
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join(10)
+    assert policies == [1, os.SCHED_BATCH]
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # per thread: the caller's is unchanged
+
+
 @pytest.mark.parametrize("pinning", [None, True, False])
 def test_workers_of_a_run_are_pinned_to_one_cpu_each_unless_told_not_to(pinning: bool | None) -> None:
     if len(ALLOWED) < 2:
         pytest.skip("this machine lets the test use one CPU: pinned and unpinned look the same")
     ports = [free_port(), free_port()]
     seen: dict[int, dict[str, frozenset[int]]] = {}
+    batch: dict[int, int] = {}
 
     def on_report(worker: int, report: dict[str, Any]) -> None:
         if worker not in seen:
             seen[worker] = _thread_cpus(report["pid"])
+            batch[worker] = _batch_threads(report["pid"])
 
     options = RunOptions(
         topology_file=str(REPO / "topologies" / "wordcount.py"), conf=dict(DEFAULTS), seconds=2,
@@ -206,3 +241,5 @@ def test_workers_of_a_run_are_pinned_to_one_cpu_each_unless_told_not_to(pinning:
         assert len(threads) >= 6, threads
         expected = frozenset([ALLOWED[worker]] if pinning is not False else ALLOWED)
         assert set(threads.values()) == {expected}, (worker, threads)
+    # the receive and send threads, pinned or not; no executor, no ZeroMQ I/O thread
+    assert batch == {0: 2, 1: 2}
