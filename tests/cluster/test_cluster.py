@@ -286,6 +286,12 @@ def test_a_supervisors_workers_outlive_it_and_its_next_run_adopts_them(
     assert "launches the workers of its slots again" in said.stderr
     assert not running(worker)
     (again,) = wait_for(lambda: cluster.worker_pids("s1"), "the worker launched again")
+    # Up, not only launched: a SIGTERM in its first second, before Python has loaded
+    # the worker's handler, kills it with no exit code to read (on a loaded CI
+    # machine it did). The launch removed the old heartbeat; the new worker writes
+    # its own once ready, after its handler is in place.
+    wait_for(lambda: any((cluster.tmp / "s1" / "workers").glob("*/heartbeat")),
+             "the worker launched again ready")
     # ... and with it stopped, it empties the host
     cluster.processes.pop("s1-again").send_signal(signal.SIGTERM)
     cluster.processes["nimbus"].send_signal(signal.SIGTERM)  # nothing moves the worker now
