@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 from collections.abc import Generator, Iterator
@@ -28,6 +29,16 @@ def pytest_configure(config: pytest.Config) -> None:
     server, cluster daemons and workers the tests started. Killed outright, it left
     them running, using CPU that skewed the next benchmark."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def start_hog(cpus: set[int]) -> subprocess.Popen[bytes]:
+    """A process that computes without end on `cpus`, returned once it runs there:
+    another process that wants the same CPU. The caller kills it."""
+    hog = subprocess.Popen(
+        [sys.executable, "-c", f"import os; os.sched_setaffinity(0, {sorted(cpus)}); print('on', flush=True)\n"
+                               "while True: pass"], stdout=subprocess.PIPE)
+    assert hog.stdout is not None and hog.stdout.readline() == b"on\n"
+    return hog
 
 
 @contextlib.contextmanager

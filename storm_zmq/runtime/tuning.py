@@ -164,6 +164,43 @@ def wake_without_preempting() -> bool:
     return True
 
 
+class RunQueueClock:
+    """Seconds that some threads of this process waited in a run queue for a CPU,
+    summed since the clock was made; called with the native ids of the threads to
+    count, which may change between calls.
+
+    Why: a worker's CPU figure (`storm_zmq.runtime.balance`) was only the CPU its
+    process got, so a worker on a core that other processes also want looked less
+    busy than it was: with two CPU hogs on the two cores, the worker whose bolt
+    burns the interpreter used two thirds of a core (below `BUSY_HIGH`) and the
+    shuffles kept sending it half their tuples. The time its executor threads wait
+    for a CPU is the rest of what it needs. Only those threads: the transport
+    threads wait by design (`wake_without_preempting`), and a thread waiting for
+    the interpreter lock sleeps, it is in no run queue.
+
+    Reads /proc/self/task/ID/schedstat (Linux); a thread that has ended keeps what
+    it added, a new one counts from its start, and where nothing can be read the
+    clock stays at 0."""
+
+    def __init__(self) -> None:
+        self._last: dict[int, int] = {}  # thread id -> its run-queue ns at the last call
+        self._total_ns = 0
+
+    def __call__(self, thread_ids: Collection[int]) -> float:
+        read: dict[int, int] = {}
+        for thread_id in thread_ids:
+            try:
+                with open(f"/proc/self/task/{thread_id}/schedstat", "rb") as stats:
+                    read[thread_id] = int(stats.read().split()[1])
+            except (OSError, ValueError, IndexError):  # ended, or no schedstat here
+                continue
+        for thread_id, ns in read.items():
+            before = self._last.get(thread_id, 0)
+            self._total_ns += ns - before if ns >= before else ns  # less: a new thread with a reused id
+        self._last = read
+        return self._total_ns / 1e9
+
+
 @contextlib.contextmanager
 def unpinned() -> Iterator[None]:
     """Run the block on every CPU the worker could use before it was pinned: for

@@ -65,7 +65,13 @@ from storm_zmq.runtime.serialization import (
 )
 from storm_zmq.runtime.shared import SharedExecutorThread
 from storm_zmq.runtime.spout_executor import SpoutExecutor
-from storm_zmq.runtime.tuning import CollectionClock, pin_worker, tune_gc, wake_without_preempting
+from storm_zmq.runtime.tuning import (
+    CollectionClock,
+    RunQueueClock,
+    pin_worker,
+    tune_gc,
+    wake_without_preempting,
+)
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.definition import storm_context
 from storm_zmq.topology.grouping import make_chooser
@@ -1021,6 +1027,7 @@ class Worker:
         has_peers = len(self.assignment.workers) > 1
         balance = state.balance if state.balances_load else None
         meter = BusyMeter()
+        waited = RunQueueClock()
         next_report = 0.0
         task_worker = {task: state.assignment.worker_of_task(task) for task in location}
         try:
@@ -1058,7 +1065,9 @@ class Worker:
                 measured = False
                 if balance is not None and now >= next_report:
                     next_report = now + REPORT_SECS
-                    sample = meter.sample(time.process_time(), now)
+                    # the CPU it got and the CPU its executors waited for (`RunQueueClock`)
+                    running = [t.native_id for t in self._executor_threads() if t.native_id is not None]
+                    sample = meter.sample(time.process_time() + waited(running), now)
                     if sample is not None:
                         measured = True
                         state.cpu_figure = short_of_cpu(sample, state.queue_fullness())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.assignment import WorkerSlot, assign
 from storm_zmq.runtime.local import RunOptions, run_local
 from storm_zmq.topology import load_topology
+from tests.conftest import start_hog
 from tests.messaging.conftest import free_port
 
 PROJECT = Path(__file__).parent / "project"
@@ -208,26 +210,47 @@ def test_a_shuffle_goes_around_a_slow_task_unless_load_awareness_is_off(
         assert abs(fast - slow) <= 2 * queue
 
 
-@pytest.mark.parametrize("load_aware", [True, False])
-def test_a_shuffle_sends_less_to_a_worker_short_of_cpu(tmp_path: Path, load_aware: bool) -> None:
+@pytest.mark.parametrize(("load_aware", "core_shared"), [(True, False), (False, False), (True, True)],
+                         ids=["load-aware", "round-robin", "load-aware-core-shared"])
+def test_a_shuffle_sends_less_to_a_worker_short_of_cpu(tmp_path: Path, load_aware: bool,
+                                                       core_shared: bool) -> None:
     """A spout pacing 2,000 tuples a second shuffles over two sink tasks, one in
     each worker. Beside one of them a bolt burns the interpreter behind a flooding
     spout (its queue full): that worker is short of CPU. The sinks' queues
     stay short, so only the workers' reports tell them apart: load-aware, the sink
     beside the burner gets a share that shrinks to the floor within seconds; with
-    `topology.disable.loadaware.messaging`, exactly half."""
+    `topology.disable.loadaware.messaging`, exactly half.
+
+    `core_shared`: once the burner's worker reports, another process computes
+    without end on the CPUs that worker may use, so it gets about half a core. It
+    is as short of CPU as before: the time its executor thread waits for a CPU
+    counts (`tuning.RunQueueClock`; by its CPU time alone it looked half busy,
+    and kept half the tuples)."""
     placed = two_worker_placement("busy.py")
     where = {c: w for c, w in placed.values() if c != "sink"}
     assert where["burn"] == where["pour"] != where["paced"], "the placement the test is about"
     beside = {t for t, (c, w) in placed.items() if c == "sink" and w == where["burn"]}
     assert len(beside) == 1, "one sink task beside the burner, one away from it"
     reports: list[tuple[int, dict[str, Any]]] = []
+    hogs: list[subprocess.Popen[bytes]] = []
+
+    def on_report(worker: int, report: dict[str, Any]) -> None:
+        reports.append((worker, report))
+        if core_shared and worker == where["burn"] and not hogs:
+            hogs.append(start_hog(os.sched_getaffinity(report["pid"])))
+
     seconds = 10 if load_aware else 6  # round-robin needs no time to settle
     # (the burner's backlog is not the test's: the stop waits 2 s for it, not 30)
-    result = run_topology("busy.py", tmp_path, seconds, {"topology.disable.loadaware.messaging": not load_aware,
-                                                         "topology.message.timeout.secs": 2},
-                          on_report=lambda worker, report: reports.append((worker, report)))
+    try:
+        result = run_topology("busy.py", tmp_path, seconds,
+                              {"topology.disable.loadaware.messaging": not load_aware,
+                               "topology.message.timeout.secs": 2}, on_report=on_report)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
     assert result.exit_code == 0, result.reason
+    assert len(hogs) == core_shared, "the hog ran beside the burner's worker"
     ran = {r["task"]: r["ran"] for r in (json.loads(p.read_text()) for p in tmp_path.glob("ran-*.json"))}
     (busy_task,) = beside
     (idle_task,) = set(ran) - beside

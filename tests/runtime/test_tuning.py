@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,14 @@ from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.local import RunOptions, run_local
 from storm_zmq.runtime.tuning import (
     HOST_SLOT_KEY,
+    RunQueueClock,
     host_slot,
     host_slots,
     slot_cpu,
     wake_without_preempting,
     worker_cpu,
 )
+from tests.conftest import start_hog
 from tests.messaging.conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -211,6 +214,48 @@ def test_a_thread_that_wakes_without_preempting_is_sched_batch_and_only_it() -> 
     thread.join(10)
     assert policies == [1, os.SCHED_BATCH]
     assert os.sched_getscheduler(0) == os.SCHED_OTHER  # per thread: the caller's is unchanged
+
+
+def test_the_run_queue_clock_counts_the_time_a_thread_waited_for_its_cpu() -> None:
+    """A thread that computes for 0.3 s on a CPU two other processes compute on too
+    runs about a third of it and waits in the run queue the rest: the clock counts
+    that wait (longer than it ran, and the two make the thread's whole time), for
+    the listed threads only, and keeps what a thread added after it has ended."""
+    cpu = ALLOWED[0]
+    clock = RunQueueClock()
+    spent: list[tuple[float, float]] = []  # (wall, on CPU) of the thread
+    started = threading.Event()
+    native: list[int] = []
+    read: list[float] = []
+
+    def compute() -> None:
+        os.sched_setaffinity(0, {cpu})  # this thread only
+        native.append(threading.get_native_id())
+        started.set()
+        wall, on_cpu = time.perf_counter(), time.thread_time()
+        until = wall + 0.3
+        while time.perf_counter() < until:
+            pass
+        spent.append((time.perf_counter() - wall, time.thread_time() - on_cpu))
+        read.append(clock(native))  # while it is there to read
+
+    hogs = [start_hog({cpu}), start_hog({cpu})]
+    try:
+        thread = threading.Thread(target=compute)
+        thread.start()
+        assert started.wait(10)
+        before = clock(native)
+        assert clock([]) == before, "a thread not listed is not counted"
+        thread.join(10)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    ((wall, on_cpu),), (after,) = spent, read
+    waited = after - before
+    assert waited > on_cpu, f"waited {waited:.3f} s of {wall:.3f} s, ran {on_cpu:.3f} s"
+    assert on_cpu + waited >= 0.8 * wall, f"waited {waited:.3f} s of {wall:.3f} s, ran {on_cpu:.3f} s"
+    assert clock(native) == after, "an ended thread keeps what it added"
 
 
 @pytest.mark.parametrize("pinning", [None, True, False])
