@@ -106,8 +106,9 @@ _WORKER: list[tuple[str, str, str, Callable[[WorkerSummary], Any]]] = [
     ("throttled_tasks", "gauge", "Tasks of the worker throttled by backpressure now.",
      lambda w: len(w.throttled_tasks)),
     ("cpu_figure", "gauge", "How short of CPU the worker says it is: the share of a core its "
-     "process used, or its executor threads waited for, over 0.5 s, at most 0.8 while no "
-     "executor queue is a quarter full (load-aware shuffles).", lambda w: w.cpu_figure),
+     "process used over 0.5 s, or in which its executor threads were runnable if more, at "
+     "most 0.8 while no executor queue is a quarter full (load-aware shuffles).",
+     lambda w: w.cpu_figure),
     ("shuffle_weight", "gauge", "The worker's weight in load-aware shuffles as it sees "
      "itself: 1 is an even share, down to 0.1 while it is short of CPU.",
      lambda w: w.shuffle_weight),

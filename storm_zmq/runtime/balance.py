@@ -7,10 +7,10 @@ showed the worker that hosts the spout (and its acker) at 90-96 % of a core whil
 the other used 60 %. Shifting some of the spout's sentences to the other worker's
 split task made the topology faster (docs/benchmarks.md, "Session 10").
 
-A worker's figure (`short_of_cpu`) is the share of a core its process used, plus
-the time its executor threads waited in a run queue for a CPU (a core other
-processes also want; `storm_zmq.runtime.tuning.RunQueueClock`), over the last
-`REPORT_SECS` (`BusyMeter`), but only while its executors fall behind
+A worker's figure (`short_of_cpu`) is the share of a core its process used over
+the last `REPORT_SECS` (`BusyMeter`), or the share in which its executor threads
+were runnable if that is more (they waited for a core other processes also want;
+`storm_zmq.runtime.tuning.RunnableClock`), but only while its executors fall behind
 (some queue at least a quarter full): a batching runtime uses much of a core at
 half its maximum rate too, with short queues and time to spare, and moving
 traffic to another worker then only adds hops. Each worker tells its peers its
@@ -62,9 +62,9 @@ def short_of_cpu(busy: float, queue_fullness: float) -> float:
 
 
 class BusyMeter:
-    """The share of one core a process used (or waited for) between two samples (0
-    to 1; more than one core counts as 1, since the interpreter lock is what
-    saturates)."""
+    """The share of one core by which a clock of CPU seconds (a process's, or the
+    runnable time of its executor threads) moved between two samples (0 to 1; more
+    than one core counts as 1, since the interpreter lock is what saturates)."""
 
     def __init__(self) -> None:
         self._last: tuple[float, float] | None = None

@@ -164,26 +164,29 @@ def wake_without_preempting() -> bool:
     return True
 
 
-class RunQueueClock:
-    """Seconds that some threads of this process waited in a run queue for a CPU,
-    summed since the clock was made; called with the native ids of the threads to
-    count, which may change between calls.
+class RunnableClock:
+    """Seconds in which some threads of this process were runnable (on a CPU, or
+    waiting in a run queue for one), summed since the clock was made; called with
+    the native ids of the threads to count, which may change between calls.
 
     Why: a worker's CPU figure (`storm_zmq.runtime.balance`) was only the CPU its
     process got, so a worker on a core that other processes also want looked less
     busy than it was: with two CPU hogs on the two cores, the worker whose bolt
     burns the interpreter used two thirds of a core (below `BUSY_HIGH`) and the
-    shuffles kept sending it half their tuples. The time its executor threads wait
-    for a CPU is the rest of what it needs. Only those threads: the transport
-    threads wait by design (`wake_without_preempting`), and a thread waiting for
-    the interpreter lock sleeps, it is in no run queue.
+    shuffles kept sending it half their tuples. Its executor thread was runnable
+    all the time, though. The figure is the larger of the two shares (`Worker`'s
+    receive loop), not their sum: while an executor thread waits for its own
+    worker's receive or send thread, that time is in the process's CPU already.
+    Only executor threads count: a thread that waits for the interpreter lock
+    sleeps, it is in no run queue, so what they add up to is the interpreter's
+    demand.
 
     Reads /proc/self/task/ID/schedstat (Linux); a thread that has ended keeps what
     it added, a new one counts from its start, and where nothing can be read the
     clock stays at 0."""
 
     def __init__(self) -> None:
-        self._last: dict[int, int] = {}  # thread id -> its run-queue ns at the last call
+        self._last: dict[int, int] = {}  # thread id -> its runnable ns at the last call
         self._total_ns = 0
 
     def __call__(self, thread_ids: Collection[int]) -> float:
@@ -191,8 +194,9 @@ class RunQueueClock:
         for thread_id in thread_ids:
             try:
                 with open(f"/proc/self/task/{thread_id}/schedstat", "rb") as stats:
-                    read[thread_id] = int(stats.read().split()[1])
-            except (OSError, ValueError, IndexError):  # ended, or no schedstat here
+                    on_cpu, queued = stats.read().split()[:2]
+                read[thread_id] = int(on_cpu) + int(queued)
+            except (OSError, ValueError):  # ended, or no schedstat here
                 continue
         for thread_id, ns in read.items():
             before = self._last.get(thread_id, 0)
