@@ -8,9 +8,9 @@ the other used 60 %. Shifting some of the spout's sentences to the other worker'
 split task made the topology faster (docs/benchmarks.md, "Session 10").
 
 A worker's figure (`short_of_cpu`) is the share of a core its process used over
-the last `REPORT_SECS` (`BusyMeter`), or the share in which its executor threads
-were runnable if that is more (they waited for a core other processes also want;
-`storm_zmq.runtime.tuning.RunnableClock`), but only while its executors fall behind
+the last `REPORT_SECS` (`BusyMeter`), or the share in which one of its executor
+threads was runnable if that is more (it waited for a core other processes also
+want; `storm_zmq.runtime.tuning.RunnableMeter`), but only while its executors fall behind
 (some queue at least a quarter full): a batching runtime uses much of a core at
 half its maximum rate too, with short queues and time to spare, and moving
 traffic to another worker then only adds hops. Each worker tells its peers its
@@ -62,9 +62,8 @@ def short_of_cpu(busy: float, queue_fullness: float) -> float:
 
 
 class BusyMeter:
-    """The share of one core by which a clock of CPU seconds (a process's, or the
-    runnable time of its executor threads) moved between two samples (0 to 1; more
-    than one core counts as 1, since the interpreter lock is what saturates)."""
+    """The share of one core a process used between two samples (0 to 1; more than
+    one core counts as 1, since the interpreter lock is what saturates)."""
 
     def __init__(self) -> None:
         self._last: tuple[float, float] | None = None

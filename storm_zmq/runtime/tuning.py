@@ -164,32 +164,32 @@ def wake_without_preempting() -> bool:
     return True
 
 
-class RunnableClock:
-    """Seconds in which some threads of this process were runnable (on a CPU, or
-    waiting in a run queue for one), summed since the clock was made; called with
-    the native ids of the threads to count, which may change between calls.
+class RunnableMeter:
+    """The largest share of the time between two samples in which one of some
+    threads of this process was runnable: on a CPU, or waiting in a run queue for
+    one. Sampled with the native ids of the threads to look at, which may change
+    between samples.
 
     Why: a worker's CPU figure (`storm_zmq.runtime.balance`) was only the CPU its
     process got, so a worker on a core that other processes also want looked less
     busy than it was: with two CPU hogs on the two cores, the worker whose bolt
     burns the interpreter used two thirds of a core (below `BUSY_HIGH`) and the
     shuffles kept sending it half their tuples. Its executor thread was runnable
-    all the time, though. The figure is the larger of the two shares (`Worker`'s
-    receive loop), not their sum: while an executor thread waits for its own
-    worker's receive or send thread, that time is in the process's CPU already.
-    Only executor threads count: a thread that waits for the interpreter lock
-    sleeps, it is in no run queue, so what they add up to is the interpreter's
-    demand.
+    all the time, though. The figure is the larger of the process's share and this
+    one (`Worker`'s receive loop). One thread's share, not their sum: threads of
+    one worker wait in the run queue for each other (executor threads of their own,
+    on a pinned worker at half load, waited 0.13-0.36 s a second each), and that
+    time is in the process's CPU already. Only executor threads are looked at:
+    the transport threads wait by design (`wake_without_preempting`).
 
-    Reads /proc/self/task/ID/schedstat (Linux); a thread that has ended keeps what
-    it added, a new one counts from its start, and where nothing can be read the
-    clock stays at 0."""
+    Reads /proc/self/task/ID/schedstat (Linux); None for the first sample, and
+    where nothing can be read."""
 
     def __init__(self) -> None:
-        self._last: dict[int, int] = {}  # thread id -> its runnable ns at the last call
-        self._total_ns = 0
+        self._last: dict[int, int] = {}  # thread id -> its runnable ns at the last sample
+        self._last_wall: float | None = None
 
-    def __call__(self, thread_ids: Collection[int]) -> float:
+    def sample(self, thread_ids: Collection[int], wall_secs: float) -> float | None:
         read: dict[int, int] = {}
         for thread_id in thread_ids:
             try:
@@ -198,11 +198,21 @@ class RunnableClock:
                 read[thread_id] = int(on_cpu) + int(queued)
             except (OSError, ValueError):  # ended, or no schedstat here
                 continue
-        for thread_id, ns in read.items():
-            before = self._last.get(thread_id, 0)
-            self._total_ns += ns - before if ns >= before else ns  # less: a new thread with a reused id
-        self._last = read
-        return self._total_ns / 1e9
+        before, last_wall = self._last, self._last_wall
+        self._last, self._last_wall = read, wall_secs
+        if last_wall is None or wall_secs <= last_wall:
+            return None
+        return largest_share(before, read, wall_secs - last_wall)
+
+
+def largest_share(before: Mapping[int, int], after: Mapping[int, int], span_secs: float) -> float | None:
+    """The largest growth of a counter of nanoseconds from `before` to `after` as a
+    share of `span_secs` (at most 1), among the keys in both; None if there are
+    none. A counter that went down is a new thread with a reused id: left out."""
+    grown = [after[key] - ns for key, ns in before.items() if key in after and after[key] >= ns]
+    if not grown:
+        return None
+    return min(max(grown) / 1e9 / span_secs, 1.0)
 
 
 @contextlib.contextmanager

@@ -67,7 +67,7 @@ from storm_zmq.runtime.shared import SharedExecutorThread
 from storm_zmq.runtime.spout_executor import SpoutExecutor
 from storm_zmq.runtime.tuning import (
     CollectionClock,
-    RunnableClock,
+    RunnableMeter,
     pin_worker,
     tune_gc,
     wake_without_preempting,
@@ -1026,8 +1026,7 @@ class Worker:
         throttled: frozenset[int] = frozenset()
         has_peers = len(self.assignment.workers) > 1
         balance = state.balance if state.balances_load else None
-        meter, executors_meter = BusyMeter(), BusyMeter()
-        runnable = RunnableClock()
+        meter, executors_meter = BusyMeter(), RunnableMeter()
         next_report = 0.0
         task_worker = {task: state.assignment.worker_of_task(task) for task in location}
         try:
@@ -1065,10 +1064,10 @@ class Worker:
                 measured = False
                 if balance is not None and now >= next_report:
                     next_report = now + REPORT_SECS
-                    # the CPU it got, or more if its executors waited for a CPU (`RunnableClock`)
+                    # the CPU it got, or more if an executor thread waited for a CPU (`RunnableMeter`)
                     executors = [t.native_id for t in self._executor_threads() if t.native_id is not None]
                     sample = meter.sample(time.process_time(), now)
-                    executors_sample = executors_meter.sample(runnable(executors), now)
+                    executors_sample = executors_meter.sample(executors, now)
                     if sample is not None:
                         sample = max(sample, executors_sample or 0.0)
                         measured = True

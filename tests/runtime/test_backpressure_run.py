@@ -224,7 +224,7 @@ def test_a_shuffle_sends_less_to_a_worker_short_of_cpu(tmp_path: Path, load_awar
     `core_shared`: once the burner's worker reports, another process computes
     without end on the CPUs that worker may use, so it gets about half a core. It
     is as short of CPU as before: its executor thread is runnable all the time
-    (`tuning.RunnableClock`; by its CPU time alone it looked half busy, and kept
+    (`tuning.RunnableMeter`; by its CPU time alone it looked half busy, and kept
     half the tuples)."""
     placed = two_worker_placement("busy.py")
     where = {c: w for c, w in placed.values() if c != "sink"}

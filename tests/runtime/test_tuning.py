@@ -19,9 +19,10 @@ from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.local import RunOptions, run_local
 from storm_zmq.runtime.tuning import (
     HOST_SLOT_KEY,
-    RunnableClock,
+    RunnableMeter,
     host_slot,
     host_slots,
+    largest_share,
     slot_cpu,
     wake_without_preempting,
     worker_cpu,
@@ -216,17 +217,26 @@ def test_a_thread_that_wakes_without_preempting_is_sched_batch_and_only_it() -> 
     assert os.sched_getscheduler(0) == os.SCHED_OTHER  # per thread: the caller's is unchanged
 
 
-def test_the_runnable_clock_counts_a_threads_time_on_or_waiting_for_its_cpu_not_its_sleep() -> None:
+def test_the_largest_share_is_one_threads_not_the_sum_and_leaves_out_new_and_reused_ids() -> None:
+    before = {1: 0, 2: 100_000_000, 3: 900_000_000}
+    after = {1: 300_000_000, 2: 500_000_000, 3: 5, 4: 2_000_000_000}
+    # 1 grew 0.3 s, 2 grew 0.4 s; 3 went down (a new thread on a reused id), 4 is new
+    assert largest_share(before, after, 0.5) == pytest.approx(0.8)
+    assert largest_share(before, after, 0.2) == 1.0  # at most one core
+    assert largest_share({3: 9}, {3: 5}, 0.5) is None
+    assert largest_share({}, after, 0.5) is None
+
+
+def test_the_runnable_meter_counts_a_threads_time_on_or_waiting_for_its_cpu_not_its_sleep() -> None:
     """A thread sleeps 0.2 s, then computes for 0.3 s on a CPU two other processes
     compute on too: it runs about a third of that and waits in the run queue the
-    rest. The clock counts both, and not the sleep; only for the listed threads;
-    and it keeps what a thread added after the thread has ended."""
+    rest. The meter counts both, and not the sleep; and only the listed threads."""
     cpu = ALLOWED[0]
-    clock = RunnableClock()
+    meter = RunnableMeter()
     spent: list[tuple[float, float]] = []  # (wall, on CPU) of the computing
     started = threading.Event()
     native: list[int] = []
-    read: list[float] = []
+    read: list[tuple[float | None, float]] = []  # (share, when)
 
     def sleep_then_compute() -> None:
         os.sched_setaffinity(0, {cpu})  # this thread only
@@ -238,26 +248,28 @@ def test_the_runnable_clock_counts_a_threads_time_on_or_waiting_for_its_cpu_not_
         while time.perf_counter() < until:
             pass
         spent.append((time.perf_counter() - wall, time.thread_time() - on_cpu))
-        read.append(clock(native))  # while it is there to read
+        now = time.monotonic()
+        read.append((meter.sample(native, now), now))  # while it is there to read
 
     hogs = [start_hog({cpu}), start_hog({cpu})]
     try:
         thread = threading.Thread(target=sleep_then_compute)
         thread.start()
         assert started.wait(10)
-        before = clock(native)
-        assert clock([]) == before, "a thread not listed is not counted"
+        since = time.monotonic()
+        assert meter.sample(native, since) is None, "the first sample"
         thread.join(10)
     finally:
         for hog in hogs:
             hog.kill()
             hog.wait()
-    ((wall, on_cpu),), (after,) = spent, read
-    runnable = after - before
+    ((wall, on_cpu),), ((share, until),) = spent, read
+    assert share is not None
+    runnable = share * (until - since)
     said = f"runnable {runnable:.3f} s, computing {wall:.3f} s, of which on a CPU {on_cpu:.3f} s"
     assert on_cpu < 0.6 * wall, f"the other processes took their share: {said}"
     assert 0.8 * wall <= runnable <= wall + 0.1, said
-    assert clock(native) == after, "an ended thread keeps what it added"
+    assert meter.sample([], until + 1) is None, "a thread not listed is not counted"
 
 
 @pytest.mark.parametrize("pinning", [None, True, False])
