@@ -106,7 +106,7 @@ _WORKER: list[tuple[str, str, str, Callable[[WorkerSummary], Any]]] = [
     ("throttled_tasks", "gauge", "Tasks of the worker throttled by backpressure now.",
      lambda w: len(w.throttled_tasks)),
     ("cpu_figure", "gauge", "How short of CPU the worker says it is: the share of a core its "
-     "process used over 0.5 s, or in which its executor threads were runnable if more, at "
+     "process used over 0.5 s, or in which one of its executor threads was runnable if more, at "
      "most 0.8 while no executor queue is a quarter full (load-aware shuffles).",
      lambda w: w.cpu_figure),
     ("shuffle_weight", "gauge", "The worker's weight in load-aware shuffles as it sees "

@@ -77,6 +77,16 @@ class BusyMeter:
         return min(max(busy, 0.0), 1.0)
 
 
+def largest_share(before: Mapping[int, int], after: Mapping[int, int], span_secs: float) -> float | None:
+    """The largest growth of a counter of nanoseconds from `before` to `after` as a
+    share of `span_secs` (at most 1), among the keys in both; None if there are
+    none. A counter that went down is a new thread with a reused id: left out."""
+    grown = [after[key] - ns for key, ns in before.items() if key in after and after[key] >= ns]
+    if not grown:
+        return None
+    return min(max(grown) / 1e9 / span_secs, 1.0)
+
+
 class WorkerBalance:
     """The weight of each worker in the shuffles, from how busy each one is.
 

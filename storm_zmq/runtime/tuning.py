@@ -61,6 +61,8 @@ import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
+from storm_zmq.runtime.balance import largest_share
+
 log = logging.getLogger(__name__)
 
 YOUNG_COLLECTION_INTERVAL = 10.0
@@ -203,16 +205,6 @@ class RunnableMeter:
         if last_wall is None or wall_secs <= last_wall:
             return None
         return largest_share(before, read, wall_secs - last_wall)
-
-
-def largest_share(before: Mapping[int, int], after: Mapping[int, int], span_secs: float) -> float | None:
-    """The largest growth of a counter of nanoseconds from `before` to `after` as a
-    share of `span_secs` (at most 1), among the keys in both; None if there are
-    none. A counter that went down is a new thread with a reused id: left out."""
-    grown = [after[key] - ns for key, ns in before.items() if key in after and after[key] >= ns]
-    if not grown:
-        return None
-    return min(max(grown) / 1e9 / span_secs, 1.0)
 
 
 @contextlib.contextmanager

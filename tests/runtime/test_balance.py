@@ -13,6 +13,7 @@ from storm_zmq.runtime.balance import (
     MIN_WEIGHT,
     BusyMeter,
     WorkerBalance,
+    largest_share,
     short_of_cpu,
 )
 
@@ -126,3 +127,13 @@ def test_two_workers_settle_without_swinging(base: float) -> None:
     share = history[-1] / (history[-1] + 1.0)
     busy0, busy1 = base + 0.6 * share, 0.6 * (1 - share)
     assert busy0 <= BUSY_HIGH or busy0 - busy1 <= 2 * DEADBAND + 0.05, (busy0, busy1)
+
+
+def test_the_largest_share_is_one_threads_not_the_sum_and_leaves_out_new_and_reused_ids() -> None:
+    before = {1: 0, 2: 100_000_000, 3: 900_000_000}
+    after = {1: 300_000_000, 2: 500_000_000, 3: 5, 4: 2_000_000_000}
+    # 1 grew 0.3 s, 2 grew 0.4 s; 3 went down (a new thread on a reused id), 4 is new
+    assert largest_share(before, after, 0.5) == pytest.approx(0.8)
+    assert largest_share(before, after, 0.2) == 1.0  # at most one core
+    assert largest_share({3: 9}, {3: 5}, 0.5) is None
+    assert largest_share({}, after, 0.5) is None

@@ -22,7 +22,6 @@ from storm_zmq.runtime.tuning import (
     RunnableMeter,
     host_slot,
     host_slots,
-    largest_share,
     slot_cpu,
     wake_without_preempting,
     worker_cpu,
@@ -215,16 +214,6 @@ def test_a_thread_that_wakes_without_preempting_is_sched_batch_and_only_it() -> 
     thread.join(10)
     assert policies == [1, os.SCHED_BATCH]
     assert os.sched_getscheduler(0) == os.SCHED_OTHER  # per thread: the caller's is unchanged
-
-
-def test_the_largest_share_is_one_threads_not_the_sum_and_leaves_out_new_and_reused_ids() -> None:
-    before = {1: 0, 2: 100_000_000, 3: 900_000_000}
-    after = {1: 300_000_000, 2: 500_000_000, 3: 5, 4: 2_000_000_000}
-    # 1 grew 0.3 s, 2 grew 0.4 s; 3 went down (a new thread on a reused id), 4 is new
-    assert largest_share(before, after, 0.5) == pytest.approx(0.8)
-    assert largest_share(before, after, 0.2) == 1.0  # at most one core
-    assert largest_share({3: 9}, {3: 5}, 0.5) is None
-    assert largest_share({}, after, 0.5) is None
 
 
 def test_the_runnable_meter_counts_a_threads_time_on_or_waiting_for_its_cpu_not_its_sleep() -> None:
