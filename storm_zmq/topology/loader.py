@@ -8,7 +8,8 @@ streamparse layout::
 
 Components live in ``<project>/src`` and are imported as top-level modules, so both
 ``<project>/src`` and ``<project>`` go on ``sys.path`` (and stay there: workers keep
-importing component modules by those names). The topology file itself is imported
+importing component modules by those names), and the topology file's own directory
+after everything else, as streamparse appends it (its neighbours in ``topologies/``). The topology file itself is imported
 under a unique module name, so two topologies with the same file name never clash.
 
 Why the error wrapping: a topology file that fails to import is the commonest
@@ -80,6 +81,9 @@ def load_topology(path: str | Path, name: str | None = None) -> type[Topology]:
     _refuse_shadowing(project, project / "src")
     _add_to_sys_path(project)
     _add_to_sys_path(project / "src")  # src first: component modules win
+    # last, as streamparse appends it: a topology file imports its neighbours in
+    # topologies/ (`from common import CONF`) and shadows nothing
+    _add_to_sys_path(file.parent, last=True)
     module = _import_file(file)
     return _pick_topology(file, module, name)
 
@@ -140,10 +144,10 @@ def _is_module(module: ModuleType | None, entry: Path) -> bool:
     return where is not None and Path(where).resolve() in (entry.resolve(), entry.resolve() / "__init__.py")
 
 
-def _add_to_sys_path(directory: Path) -> None:
+def _add_to_sys_path(directory: Path, last: bool = False) -> None:
     entry = str(directory)
     if directory.is_dir() and entry not in sys.path:
-        sys.path.insert(0, entry)
+        sys.path.insert(len(sys.path) if last else 0, entry)
 
 
 def _import_file(file: Path) -> ModuleType:
@@ -189,7 +193,8 @@ def _import_hint(exc: Exception, file: Path) -> str:
     if top in sys.stdlib_module_names or importlib.util.find_spec(top) is not None:
         return ""  # a submodule missing from a module that exists: its own story
     project = project_dir(file)
-    return (f"; the project's modules are looked for in {project} and {project / 'src'} "
+    where = [str(project), str(project / "src")] + ([str(file.parent)] if file.parent != project else [])
+    return (f"; the project's modules are looked for in {', '.join(where[:-1])} and {where[-1]} "
             "(the project of topologies/x.py is the directory above topologies/, of any "
             "other file its own directory)")
 
@@ -243,16 +248,14 @@ def user_code_line(frame: FrameType | None) -> str:
 
 
 def _pick_topology(file: Path, module: ModuleType, name: str | None) -> type[Topology]:
-    found: list[type[Topology]] = []
-    for value in vars(module).values():
-        if (
-            isinstance(value, type)
-            and issubclass(value, Topology)
-            and value is not Topology
-            and value.__module__ == module.__name__
-            and value not in found
-        ):
-            found.append(value)
+    """The topologies the file defines; if it defines none, the ones it imports
+    (a file that only names a topology shared by several, as streamparse takes any
+    it finds), but not a base class it imports to subclass."""
+    everything = [value for value in vars(module).values()
+                  if isinstance(value, type) and issubclass(value, Topology) and value is not Topology]
+    found = list(dict.fromkeys(t for t in everything if t.__module__ == module.__name__))
+    if not found:
+        found = list(dict.fromkeys(everything))
     if not found:
         raise TopologyError(
             f"{file}: defines no Topology subclass (expected e.g. `class WordCount(Topology): ...`)"

@@ -229,6 +229,40 @@ def test_sys_path_entry_added_by_topology(tmp_path: Path) -> None:
     assert build_package(tmp_path / "topologies" / "t.py").sha256 == package.sha256
 
 
+def test_a_neighbour_the_topology_imports_from_topologies_goes_in_and_loads_unpacked(
+    tmp_path: Path,
+) -> None:
+    """The loader appends the topology's directory to sys.path (as streamparse
+    does), so `from pkgsettings import PAR` in topologies/t.py finds
+    topologies/pkgsettings.py: it must ship, and load from the unpacked package."""
+    write(tmp_path / "project", {
+        "src/comps.py": COMPONENTS,
+        "topologies/pkgsettings.py": "PAR = 3\n",
+        "topologies/unused.py": "X = 1\n",
+        "topologies/t.py": """\
+            from comps import Numbers
+            from pkgsettings import PAR
+            from storm_zmq import Topology
+
+            class Neighbour(Topology):
+                numbers = Numbers.spec(par=PAR)
+            """,
+    })
+    package = build_package(tmp_path / "project" / "topologies" / "t.py")
+    assert package.files == ("src/comps.py", "topologies/pkgsettings.py", "topologies/t.py")
+    shutil.rmtree(tmp_path / "project")
+    target = tmp_path / "unpacked"
+    unpack_package(package.data, target)
+    result = subprocess.run(
+        [sys.executable, "-c",
+         "import sys; from storm_zmq.topology import load_topology; "
+         "print(load_topology(sys.argv[1]).definition().components['numbers'].par)",
+         str(target / package.topology_file)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "3"
+
+
 def test_topology_file_outside_topologies_dir(tmp_path: Path) -> None:
     write(tmp_path, {
         "src/comps.py": COMPONENTS,

@@ -231,14 +231,30 @@ def test_no_topology(tmp_path: Path) -> None:
     )
 
 
-def test_imported_topology_does_not_count(tmp_path: Path) -> None:
-    file = project(
-        tmp_path,
-        topology="from other import WordCount\n",
-        **{"topologies/other.py": TOPOLOGY, "src/other.py": TOPOLOGY},
-    )
-    with pytest.raises(TopologyError, match="defines no Topology subclass"):
-        load_topology(file)
+def test_a_file_that_only_imports_a_topology_runs_that_one_as_in_streamparse(tmp_path: Path) -> None:
+    """streamparse takes any Topology the file's module holds; one the file defines
+    comes first, so a base it imports to subclass is not taken (the test above)."""
+    file = project(tmp_path, topology="from nb_shared import WordCount\n",
+                   **{"topologies/nb_shared.py": TOPOLOGY})
+    assert load_topology(file).__name__ == "WordCount"
+    two = project(tmp_path, topology="from nb_shared import WordCount\nfrom nb_more import Second\n",
+                  **{"topologies/nb_more.py": "from nb_shared import WordCount\nclass Second(WordCount):\n"
+                                           "    pass\n"})
+    with pytest.raises(TopologyError, match=r"defines several topologies \(WordCount, Second\)"):
+        load_topology(two)
+
+
+def test_a_topology_file_imports_its_neighbours_in_topologies_after_src(tmp_path: Path) -> None:
+    """streamparse appends the topology's directory to sys.path: shared settings in
+    topologies/nb_common.py import as `nb_common`; a module of src/ of the same name wins."""
+    file = project(tmp_path, topology="from nb_common import CONF\nfrom nb_names import NAME\n"
+                   + TOPOLOGY.replace('config = {"topology.workers": 2}', "config = CONF\n    name = NAME"),
+                   **{"topologies/nb_common.py": 'CONF = {"topology.workers": 3}\n',
+                      "topologies/nb_names.py": 'NAME = "from-topologies"\n',
+                      "src/nb_names.py": 'NAME = "from-src"\n'})
+    topology = load_topology(file)
+    assert topology.config == {"topology.workers": 3} and topology.name == "from-src"
+    assert sys.path.index(str(tmp_path / "topologies")) > sys.path.index(str(tmp_path / "src"))
 
 
 def test_two_topologies(tmp_path: Path) -> None:
