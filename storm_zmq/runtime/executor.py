@@ -123,6 +123,25 @@ def _blame(exc: BaseException, task: int) -> None:
         exc._storm_task = task  # type: ignore[attr-defined]
 
 
+#: What to do instead of what works in pystorm's process of its own and not in a
+#: thread of a shared worker (keyed by the start of Python's message)
+_HINTS = {
+    (ValueError, "signal only works in main thread"): (
+        "a component cannot install a signal handler: it runs in a thread of its worker "
+        "process, which it shares with other tasks, not in a process of its own as in "
+        "pystorm. Do on-stop work in cleanup(), which runs on every graceful stop "
+        "(SIGTERM, Ctrl-C, kill, -t) before the worker exits (docs/streamparse.md)"),
+}
+
+
+def add_hint(exc: BaseException) -> None:
+    """A note on `exc` (shown under its traceback) when it is a known mistake of
+    code written for pystorm's process-per-task model."""
+    for (kind, start), hint in _HINTS.items():
+        if isinstance(exc, kind) and str(exc).startswith(start):
+            exc.add_note(f"storm-zmq: {hint}")
+
+
 class ComponentFailed(Exception):
     """A component raised: the worker reports it and dies, as Storm's does."""
 
@@ -327,6 +346,7 @@ class Executor(threading.Thread):
 
     def report_failure(self, exc: BaseException) -> None:
         """User code raised: report it with its traceback; the worker dies of it."""
+        add_hint(exc)
         task = getattr(exc, "_storm_task", self.assignment.tasks[0])
         self.failure = ComponentFailed(self.component, task, "".join(traceback.format_exception(exc)))
         self.worker.executor_failed(self)

@@ -1,6 +1,7 @@
 """Components for the fault and bad-input tests (tests/cli/test_bad_input.py)."""
 from __future__ import annotations
 
+import signal
 import time
 
 from storm_zmq import Bolt
@@ -15,6 +16,8 @@ class InitFailBolt(Bolt):
     def initialize(self, conf, ctx):
         tasks = sorted(int(t) for t, c in ctx["task->component"].items() if c == ctx["componentid"])
         if ctx["taskid"] == tasks[-1]:
+            if conf.get("test.init_failure") == "signal":  # as pystorm's own process could
+                signal.signal(signal.SIGTERM, lambda signum, frame: None)
             raise RuntimeError("initialize failed on purpose")
 
     def process(self, tup):
