@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
+from storm_zmq.topology.errors import TopologyError
 from storm_zmq.topology.spec import ComponentSpec
 
 
@@ -119,6 +120,10 @@ class Component:
     default stream, or `Stream` objects) and override the hooks."""
 
     outputs: Sequence[Any] = ()
+    #: streamparse's defaults for `spec()`'s `par` and `config`, which a subclass
+    #: may set instead of passing them
+    par: int = 1
+    config: dict[str, Any] | None = None
     _kind = "component"
 
     def __init__(self, collector: Collector | None = None, name: str = "", task: int = 0) -> None:
@@ -171,11 +176,12 @@ class Component:
 
     # -- helpers --------------------------------------------------------------------
 
-    def raise_exception(self, exc: BaseException, tup: Tuple | None = None) -> None:
-        """Report an error to Storm (pystorm API) without raising it here."""
+    def raise_exception(self, exception: BaseException, tup: Tuple | None = None) -> None:
+        """Report an error to Storm (pystorm API, its argument names) without
+        raising it here."""
         if self._collector is None:
             raise _not_running(self)
-        self._collector.report_error(exc, tup)
+        self._collector.report_error(exception, tup)
 
     def log(self, message: str, level: str | int | None = None) -> None:
         """pystorm's log(); prefer `self.logger`. `level` is one of pystorm's names,
@@ -186,7 +192,10 @@ class Component:
 
     @classmethod
     def spec(cls, *args: Any, **kwargs: Any) -> ComponentSpec:
-        raise NotImplementedError
+        """Only a spout or a bolt has a spec (streamparse's error, a TopologyError
+        here as every DSL mistake is)."""
+        raise TopologyError(f"{cls.__name__}.spec(): a topology's components are spouts or "
+                            "bolts: subclass Spout or Bolt, not Component")
 
 
 def _carries_on(component: Any, exc: BaseException) -> bool:
@@ -490,7 +499,9 @@ class BatchingBolt(Bolt):
     `auto_fail` its batch is failed, and every other batched tuple too unless the
     bolt goes on (`exit_on_exception` off), in which case the batches after it wait
     for the next tick (the count did not restart). Without `auto_fail` the batch
-    that raised stays batched, as in pystorm."""
+    that raised stays batched, as in pystorm. When `process` or `group_key` raises,
+    its input is failed, and every batched tuple too unless the bolt goes on.
+    An emit in an overridden `process` is anchored to its input."""
 
     ticks_between_batches = 1
 
@@ -509,12 +520,31 @@ class BatchingBolt(Bolt):
         self._batches[self.group_key(tup)].append(tup)
 
     def _run_process(self, tup: Tuple) -> None:
+        """`process` with the input as the auto-anchor (pystorm's `_run`: an emit of
+        an overridden `process` is anchored to its input). The input is acked when
+        its batch is processed."""
+        self._current_tups = [tup]
         try:
-            self.process(tup)  # acked when its batch is processed
-        except BaseException:
-            if self.auto_fail:
-                self.fail(tup)
+            self.process(tup)
+        except BaseException as exc:
+            self._current_tups = None
+            self._process_raised(exc, tup)
             raise
+        self._current_tups = None
+
+    def _process_raised(self, exc: BaseException, tup: Tuple) -> None:
+        """pystorm's BatchingBolt._handle_run_exception, for `process` and
+        `group_key`: with `auto_fail` the input is failed, and when the worker dies
+        of it every batched tuple too (they would otherwise wait for the message
+        timeout); a bolt that carries on keeps its batches."""
+        if not self.auto_fail:
+            return
+        if not _carries_on(self, exc):
+            for batched in [t for batch in self._batches.values() for t in batch]:
+                if batched is not tup:  # an overridden process may have batched it
+                    self.fail(batched)
+            self._batches = defaultdict(list)
+        self.fail(tup)
 
     def process_tick(self, tup: Tuple) -> None:
         """Count the tick and process the batches when it is time (pystorm's place

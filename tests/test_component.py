@@ -638,6 +638,47 @@ def test_a_batching_bolt_that_carries_on_fails_a_tuple_whose_group_key_raised() 
     assert h.component.batches == [("a", ["a1"])]
 
 
+def test_a_batching_bolts_own_process_anchors_its_emits_to_the_input_as_in_pystorm() -> None:
+    """pystorm's BatchingBolt._run makes the input the current tuple around
+    `process`, so a pass-through that also batches has its emit anchored: a
+    failure downstream fails the input's tree."""
+    class PassAndBatch(GroupBolt):
+        def process(self, tup: Tuple) -> None:
+            super().process(tup)
+            self.emit([tup.values[0], 0])
+
+    h = BoltHarness(PassAndBatch)
+    first = h.process(["a1"])
+    second = h.process(["b1"])
+    assert [e.anchors for e in h.emits] == [[first], [second]]
+    batch_tick(h)
+    assert [e.anchors for e in h.emits[2:]] == [[first], [second]]  # the batches'
+
+
+@pytest.mark.parametrize("where", ["group_key", "process"])
+def test_a_batching_bolt_whose_process_raises_fails_every_batched_tuple_when_it_dies(where: str) -> None:
+    """pystorm's BatchingBolt._handle_run_exception with exit_on_exception (the
+    default): the worker dies, so the input and every tuple batched before are
+    failed at once rather than left to the message timeout."""
+    class Breaks(GroupBolt):
+        def group_key(self, tup: Tuple) -> Any:
+            if where == "group_key" and tup.values[0] == "bad":
+                raise Boom("key")
+            return super().group_key(tup)
+
+        def process(self, tup: Tuple) -> None:
+            super().process(tup)
+            if where == "process" and tup.values[0] == "bad":
+                raise Boom("process")
+
+    h = BoltHarness(Breaks)
+    batched = [h.process(["a1"]), h.process(["b1"])]
+    with pytest.raises(Boom):
+        h.process(["bad"])
+    assert h.failed == [*batched, h.inputs[-1]]  # each once
+    assert h.acked == [] and h.component._batches == {}
+
+
 # -- TicklessBatchingBolt ------------------------------------------------------------------
 
 

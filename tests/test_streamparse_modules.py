@@ -32,14 +32,43 @@ def test_streamparse_submodules_import_as_they_did() -> None:
         "storm_zmq.storm.bolt": ["Bolt", "BatchingBolt", "TicklessBatchingBolt", "JavaBolt"],
         "storm_zmq.storm.spout": ["Spout", "ReliableSpout", "ShellSpout"],
         "storm_zmq.storm.component": ["Component", "StormHandler", "Tuple"],
-        "storm_zmq.dsl.topology": ["Topology"],
+        "storm_zmq.dsl.topology": ["Topology", "TopologyType"],
         "storm_zmq.dsl.stream": ["Grouping", "Stream"],
     }.items():
         module = importlib.import_module(path)
         assert set(names) <= set(module.__all__), path
         for name in module.__all__:
+            if name == "TopologyType":  # the metaclass, not a top-level name
+                assert module.TopologyType is type(storm_zmq.Topology)
+                assert isinstance(storm_zmq.Topology, module.TopologyType)
+                continue
             assert getattr(module, name) is getattr(storm_zmq, name), (path, name)
     assert storm_zmq.VERSION == (0, 1, 0) and storm.Component is storm_zmq.Component
+
+
+def test_components_carry_streamparses_par_and_config_defaults_and_component_has_no_spec() -> None:
+    """streamparse's Component: `par = 1`, `config = None`, read by `spec()` when
+    not passed; `Component.spec()` is a TypeError that says to subclass."""
+    from storm_zmq import Bolt, Component, Spout, Topology
+    from storm_zmq.topology import TopologyError
+
+    assert (Spout.par, Spout.config, Bolt.par, Bolt.config) == (1, None, 1, None)
+
+    class Wide(Spout):
+        outputs = ["x"]
+        par = 3
+        config = {"topology.tick.tuple.freq.secs": 2}
+
+    class T(Topology):
+        wide = Wide.spec()
+        narrow = Bolt.spec(inputs=[wide])
+
+    components = T.definition().components
+    assert (components["wide"].par, components["narrow"].par) == (3, 1)
+    assert components["wide"].config == {"topology.tick.tuple.freq.secs": 2}
+    with pytest.raises(TypeError, match="subclass Spout or Bolt"):
+        Component.spec()
+    assert issubclass(TopologyError, TypeError)
 
 
 def test_a_dsl_mistake_is_the_value_or_type_error_streamparse_raised() -> None:

@@ -348,7 +348,7 @@ def test_spout_harness_records_errors_and_exhaustion() -> None:
         outputs = ["n"]
 
         def next_tuple(self) -> None:
-            self.raise_exception(ValueError("odd"))
+            self.raise_exception(exception=ValueError("odd"))  # pystorm's argument name
             self.report_exhausted()
 
     h = SpoutHarness(Done)
