@@ -17,6 +17,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Iterator, Sequence
+from threading import get_ident as _get_ident
 from typing import TYPE_CHECKING, Any
 
 from storm_zmq.component import Bolt, Tuple, check_emitted_values
@@ -107,6 +108,10 @@ class TaskCollector:
         need_task_ids: bool = False,
         tup_id: Any = None,
     ) -> list[int] | None:
+        executor = self._executor
+        if _get_ident() != executor.owner:  # a component's own thread: see thread_calls
+            return executor.call_in_own_thread(
+                self.emit, (tup, stream, anchors, direct_task, need_task_ids, tup_id), need_task_ids)
         values = tup  # pystorm's name for the emitted values, kept for emit(tup=...)
         if values.__class__ is not list and not isinstance(values, tuple):  # cheapest first
             check_emitted_values(values, self._component)
@@ -134,7 +139,6 @@ class TaskCollector:
                 targets = [task for chooser in choosers for task in chooser.choose(values)]
             else:  # nobody subscribes to this stream
                 targets = ()
-        executor = self._executor
         executor.emitted += 1
         if executor.checks_emits:
             values = self._check_emit(route, values, targets)
@@ -250,10 +254,12 @@ class TaskCollector:
                            self._executor._codec)
 
     def ack(self, tup: Tuple) -> None:
+        executor = self._executor
+        if _get_ident() != executor.owner:
+            return executor.call_in_own_thread(self.ack, (tup,), False)
         bolt = self._bolt
         if bolt is not None and bolt._current_tups and bolt._ack_is_auto_acks(tup):
             return
-        executor = self._executor
         tuple_id = tup.id if type(tup) is Tuple else id_of(tup)
         if type(tuple_id) is TupleId:
             if tuple_id.ack_val < 0:  # SETTLED: its ack would cancel the first one out
@@ -284,6 +290,8 @@ class TaskCollector:
 
     def fail(self, tup: Tuple) -> None:
         executor = self._executor
+        if _get_ident() != executor.owner:
+            return executor.call_in_own_thread(self.fail, (tup,), False)
         tuple_id = tup.id if type(tup) is Tuple else id_of(tup)
         if tuple_id is not None and type(tuple_id) is not TupleId:
             raise not_a_tuple_id(self._component, "fail of", tup)

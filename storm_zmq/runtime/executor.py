@@ -63,6 +63,7 @@ from storm_zmq.runtime.serialization import (
     one_tree_id,
     wire_roots,
 )
+from storm_zmq.runtime.thread_calls import THREAD_CALL_TASK, ThreadCall
 
 if TYPE_CHECKING:
     from storm_zmq.runtime.acker_executor import AckerExecutor
@@ -177,6 +178,11 @@ class Executor(threading.Thread):
         #: What the worker's log lines written while its code runs say (`storm_zmq_log_context`)
         self.log_label = executor_label(assignment.component, assignment.tasks)
         self.incoming: BatchQueue[tuple[int, Any]] = worker.queues[assignment.index]
+        #: The thread that runs it (`threading.get_ident`): its components' collector
+        #: calls from any other thread are made here (`storm_zmq.runtime.thread_calls`).
+        #: The constructing thread until one starts it (a test that drives it).
+        self.owner = threading.get_ident()
+        self._finished = False
         self._task_location = worker.task_location
         self._codec = worker.codec  # the topology's value types, for remote tuples
         # Storm's rule: a component's own config may turn its debug logging on (or off)
@@ -286,6 +292,7 @@ class Executor(threading.Thread):
         return self.log_label
 
     def run(self) -> None:
+        self.owner = threading.get_ident()
         try:
             if not self._started_up:  # else it ran in a shared thread until now
                 self.start_up()
@@ -310,6 +317,7 @@ class Executor(threading.Thread):
         return self._starting_up and not self._started_up
 
     def start_up(self) -> None:
+        self.owner = threading.get_ident()
         self._starting_up = True
         self.build_components()
         self._started_up = True
@@ -323,6 +331,8 @@ class Executor(threading.Thread):
         at once, so its consumers may already be gone; Storm does not promise such
         tuples either. That is said in a warning rather than left to be found
         missing: state is kept by writing it out from `cleanup()`, not by emitting it."""
+        self.owner = threading.get_ident()
+        self._run_thread_calls_left()  # before cleanup(), which may wait for them
         self._flush_unless_closed()
         for task, component in self.components.items():
             emitted = self.emitted
@@ -340,9 +350,11 @@ class Executor(threading.Thread):
                     "yet (write final state out from cleanup() instead)",
                     self.component, task, self.emitted - emitted,
                 )
+        self._run_thread_calls_left()
         self._flush_unless_closed()
         for task, component in self.components.items():
             StoppedCollector(self.component, task).take_over(component)
+        self._finished = True  # a thread waiting for a call it queued stops waiting
 
     def report_failure(self, exc: BaseException) -> None:
         """User code raised: report it with its traceback; the worker dies of it."""
@@ -434,9 +446,53 @@ class Executor(threading.Thread):
         them all); the second is returned as it is. This is the hot path of every
         remote tuple, hence a comprehension."""
         if type(batch[0][1]) is not bytes:
+            if type(batch[0][1]) is ThreadCall:
+                self._run_thread_calls(batch)
+                return []
             return batch
         decode = self._decode
         return [(task, tup) for task, payload in batch for tup in decode(task, payload)]
+
+    def call_in_own_thread(self, method: Any, args: tuple[Any, ...], wait: bool) -> Any:
+        """`method(*args)`, a collector call made in another thread, queued for this
+        executor's thread (`storm_zmq.runtime.thread_calls`); its result if `wait`."""
+        call = ThreadCall(method, args, wait)
+        try:
+            self.incoming.put([(THREAD_CALL_TASK, call)])
+        except QueueClosed:
+            log.warning("component %r: a call from thread %r after its executor stopped "
+                        "was dropped", self.component, call.thread)
+            return None
+        if call.done is None:
+            return None
+        while not call.done.wait(0.1):
+            if self._finished:
+                log.warning("component %r: a call from thread %r was not run: its executor "
+                            "stopped first", self.component, call.thread)
+                return None
+        return call.outcome()
+
+    def _run_thread_calls(self, batch: list[tuple[int, Any]]) -> None:
+        """Run collector calls from the components' own threads, in order. What one
+        raised, with no caller waiting to receive it, is reported as the task's error
+        (logged with its traceback) and the executor goes on, as the thread would
+        have; stopping (`QueueClosed`) is not an error."""
+        for _task, call in batch:
+            call.run()
+            error = call.unclaimed_error()
+            if error is None:
+                continue
+            if isinstance(error, QueueClosed) or not isinstance(error, Exception):
+                raise error
+            error.add_note(f"in a call from thread {call.thread!r}, run in the executor's thread")
+            call.method.__self__.report_error(error, None)
+
+    def _run_thread_calls_left(self) -> None:
+        """Stopping: the calls still queued are run; input still queued was going to
+        be dropped anyway."""
+        for batch in self.incoming.get_all(timeout=0):
+            if type(batch[0][1]) is ThreadCall:
+                self._run_thread_calls(batch)
 
     def _decode(self, task: int, payload: bytes) -> Sequence[Tuple]:
         """The tuples of a remote payload for `task` (what one task sent it on one

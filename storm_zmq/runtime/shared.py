@@ -289,6 +289,8 @@ class SharedExecutorThread(threading.Thread):
 
     def run(self) -> None:
         for executor in self.executors:
+            executor.owner = threading.get_ident()  # taken over too: calls come here now
+        for executor in self.executors:
             if executor.started_up:  # taken over from another thread (hand_over)
                 continue
             self._starting = executor

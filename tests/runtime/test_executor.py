@@ -74,6 +74,42 @@ def test_words_reach_the_count_task_of_their_field_and_are_acked() -> None:
     assert (count.emitted, count.executed, count.acked, count.transferred) == (6, 6, 6, 0)
 
 
+def test_a_components_own_thread_emits_through_the_executors_queue_in_its_thread(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An emit from another thread touches none of the executor's buffers (a flush
+    swapping them lost such emits): it is queued on the executor's own input and
+    made there, in order. A mistake in it is the task's reported error (the thread
+    has nobody to tell); an emit that wants task ids waits for them."""
+    state, executors = one_worker(acking=False)
+    split, count = executors["split_bolt"], executors["count_bolt"]
+    (bolt,) = split.components.values()
+
+    def from_thread() -> None:
+        bolt.emit(["dog"])
+        bolt.emit(["too", "many"])  # reported, not raised in this thread
+        bolt.emit(["cat"])
+
+    thread = threading.Thread(target=from_thread, name="own-thread")
+    thread.start()
+    thread.join()
+    assert split.unflushed == 0 and split.emitted == 0 and len(split.incoming) == 3
+    split._run_input(split.incoming.get_all(timeout=0))
+    assert [tup.values.word for _, tup in taken(state, count.index)] == ["dog", "cat"]
+    assert split.errors_reported == 1
+    assert "in a call from thread 'own-thread'" in caplog.text and "emitted 2 values" in caplog.text
+
+    answer: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: answer.update(ids=bolt.emit(["owl"], need_task_ids=True)))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not len(split.incoming) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the other thread's put: nothing to wait on from here
+    assert thread.is_alive(), "it waits for the executor to make the emit"
+    split._run_input(split.incoming.get_all(timeout=0))
+    thread.join(10)
+    assert answer["ids"] == list(count.assignment.tasks)
+
+
 def test_with_acking_the_bound_emit_anchors_to_the_input_and_acks_fold_per_root() -> None:
     state, executors = one_worker(acking=True)
     split, count = executors["split_bolt"], executors["count_bolt"]

@@ -232,6 +232,28 @@ def test_a_cleanup_that_raises_fails_the_run_with_its_traceback(tmp_path: Path) 
     assert result.stderr.count("RuntimeError: cleanup failed on purpose") == 1, result.stderr
 
 
+@pytest.mark.parametrize(("workers", "options"), [(1, ()), (2, ()), (1, THREADS)],
+                         ids=["1-worker", "2-workers", "thread-each"])
+def test_emits_and_acks_from_a_components_own_threads_all_arrive(
+        tmp_path: Path, workers: int, options: tuple[str, ...]) -> None:
+    """pystorm let a component emit and ack from threads of its own. An audit: such
+    an emit made while the executor's thread flushed went into a buffer already
+    handed on, and 2 of 20,000 went missing in every run (an ack too: the tree
+    timed out). A spout's thread emits every id tracked; a bolt's thread emits and
+    acks each input while the bolt emits a copy inline, and adds values of its own."""
+    count = 50_000
+    result = run("thread_emits.py", tmp_path, "-o", f"test.count={count}", *options, workers=workers)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "every spout is exhausted" in result.stdout  # each id acked
+    assert json.loads((tmp_path / "threadspout.json").read_text()) == {"acked": count, "failed": 0}
+    seen: dict[str, Counter[int]] = {"default": Counter(), "inline": Counter(), "extra": Counter()}
+    for sink in outputs(tmp_path, "streamcount").values():
+        for stream, counts in sink.items():  # type: ignore[union-attr]
+            seen[stream].update({int(i): n for i, n in counts.items()})
+    for stream, counts in seen.items():
+        assert counts == Counter(range(count)), (stream, len(counts), sum(counts.values()))
+
+
 def test_emits_in_cleanup_are_flushed_with_a_warning(tmp_path: Path) -> None:
     result = run("cleanup.py", tmp_path, "-o", "test.count=50", "-o", "test.cleanup=emit")
     assert result.returncode == 0, result.stderr
