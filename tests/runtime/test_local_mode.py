@@ -325,6 +325,23 @@ def test_the_drain_waits_for_the_tuple_a_bolt_is_running(tmp_path: Path) -> None
     assert sorted(i for seen in sinks.values() for i in seen) == [0, 1, 2, 3], (sinks, result.stdout, result.stderr)
 
 
+@pytest.mark.parametrize("options", [(), THREADS], ids=["shared-thread", "thread-each"])
+def test_a_slow_bolts_output_flows_as_it_runs_not_after_its_whole_input_batch(
+        tmp_path: Path, options: tuple[str, ...]) -> None:
+    """An audit: an executor in a thread of its own (a slow bolt moves to one)
+    ran all its queued input before it flushed: 20 ids of 0.1 s each reached the
+    sink at one moment, 2 s late (100 of 0.4 s: past the message timeout, acked
+    work failed). It now flushes after every turn of about 5 ms, as a shared
+    thread's step does."""
+    result = run("slow_relay_clocked.py", tmp_path, "-o", "test.count=20",
+                 "-o", "test.sleep_secs=0.1", *options)
+    assert result.returncode == 0, result.stderr
+    (arrived,) = outputs(tmp_path, "clocked").values()
+    assert sorted(map(int, arrived)) == list(range(20))  # type: ignore[call-overload]
+    times = sorted(arrived.values())  # type: ignore[union-attr]
+    assert times[-1] - times[0] >= 1.0, times  # 1.9 s of relaying, as it went
+
+
 @pytest.mark.parametrize("stop", ["-t", "SIGTERM"])
 def test_a_long_drain_says_what_it_waits_for_and_ctrl_c_ends_it(tmp_path: Path, stop: str) -> None:
     # After a stop by a signal (SIGTERM, as `timeout` sends; Ctrl-C the same), a
