@@ -614,6 +614,13 @@ def validate(conf: Mapping[str, Any], origins: Mapping[str, str] | None = None) 
             raise ConfigError(f"config key {key!r} ({origins.get(key, DEFAULT_ORIGIN)}) is not a "
                               "string: keys are dotted names such as topology.workers")
         if key not in SCHEMA:
+            value = conf[key]
+            if isinstance(value, Mapping) and any(k.startswith(f"{key}.") for k in SCHEMA):
+                # YAML nesting (`topology:` then `message.timeout.secs: 5`) is one
+                # user key holding a dict: every setting under it was ignored
+                flat = [f"{key}.{sub}: {inner!r}" for sub, inner in list(value.items())[:3]]
+                raise fail(key, "a nested mapping, where Storm's keys are flat dotted names: "
+                                f"write {'; '.join(flat) or f'{key}.NAME: VALUE'} at the top level")
             suggestion = closest_key(key)
             if suggestion is not None:
                 raise fail(key, f"unknown key; did you mean {suggestion}?")

@@ -624,6 +624,17 @@ def test_typo_of_a_known_key_is_an_error(home: Path, cwd: Path) -> None:
     assert message == "-o topology.worker=4: unknown key; did you mean topology.workers?"
 
 
+def test_a_nested_mapping_under_a_prefix_of_storms_keys_is_an_error(home: Path, cwd: Path) -> None:
+    """An audit: `topology:` with `message.timeout.secs: 5` under it was one user key
+    holding a dict, and the timeout stayed 30 without a word."""
+    assert file_error(home, cwd, "topology:\n  message.timeout.secs: 5\n  workers: 2\n") == (
+        "conf/storm.yaml: topology: a nested mapping, where Storm's keys are flat dotted "
+        "names: write topology.message.timeout.secs: 5; topology.workers: 2 at the top level")
+    # a user's own nested settings stay theirs
+    (cwd / "conf" / "storm.yaml").write_text("myapp:\n  db: {host: x}\n")
+    assert load_config(home=home, cwd=cwd, env={})["myapp"] == {"db": {"host": "x"}}
+
+
 def test_a_key_our_transports_do_not_have_is_an_error(home: Path, cwd: Path) -> None:
     # the tcp transport has no high-water mark: a zmq knob copied under tcp would be
     # read by nothing (and is too far from any tcp key to look like a typo)
