@@ -291,8 +291,9 @@ class Nimbus:
             slots = choose_slots(record["num_workers"], free)
         except NotEnoughSlots as exc:
             supervisors = len({s.supervisor for s in all_slots})
+            addresses = len({(s.host, s.port) for s in all_slots})  # as free_slots counts
             log.warning("cannot assign %s yet: %s (%d slot(s) in all on %d supervisor(s))",
-                        topology_id, exc, len(all_slots), supervisors)
+                        topology_id, exc, addresses, supervisors)
             return None
         parallelism = {name: (p, n) for name, (p, n) in record["components"].items()}
         assignment = assign(topology_id, parallelism, [WorkerSlot(s.host, s.port) for s in slots],

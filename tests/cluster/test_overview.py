@@ -57,6 +57,27 @@ def test_a_slot_of_a_supervisor_that_is_gone_or_not_its_own_counts_for_nobody() 
         "topology": "wordcount", "supervisor": "s9", "host": "h9", "port": 6700}
 
 
+def test_a_port_two_supervisors_of_one_host_list_is_one_slot_as_nimbus_counts_it() -> None:
+    """A cluster audit: with a port listed by two supervisors of one host and held
+    by a worker of one, `cluster` said 4 of 6 slots free where nimbus had 3 of 5,
+    and submit did not warn of a topology that could not be placed."""
+    overview = cluster_overview(
+        {"s2": supervisor("h", [7302, 7303]), "s3": supervisor("h", [7302, 7306]),
+         "s1": supervisor("h", [7300, 7301])},
+        {}, None, {"wc-1": assignment(("s2", "h", 7302))}, {"wc-1": "wordcount"}, now=1000.0)
+    by_id = {s.id: s for s in overview.supervisors}
+    assert by_id["s3"].free == (7306,) and by_id["s3"].taken_elsewhere == {7302}
+    assert not by_id["s3"].used and dict(by_id["s2"].used) == {7302: "wordcount"}
+    assert (overview.slots, overview.used_slots, overview.free_slots) == (5, 1, 4)
+    assert overview.slot_warnings("big", 5) == [
+        "'big' needs 5 worker slots and 4 of the cluster's 5 are free: it waits until "
+        "enough are (kill or rebalance another topology, or add supervisors)"]
+    # nobody holds it: one free slot, not two
+    idle = cluster_overview({"s2": supervisor("h", [7302]), "s3": supervisor("h", [7302])},
+                            {}, None, {}, {}, now=1000.0)
+    assert (idle.slots, idle.free_slots) == (1, 1)
+
+
 def test_damaged_records_are_read_as_far_as_they_go() -> None:
     overview = cluster_overview(
         {"s1": {"host": "h1", "ports": [6700, "x", None, "6701"], "time": "?", "started": True}},
