@@ -77,6 +77,8 @@ def run_in_process(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple
         (["run", str(WORDCOUNT), "--class", "Nope"], "no topology named 'Nope' (it defines FiniteWordCount)"),
         (["run", str(WORDCOUNT), "-w", "3", "-o", "supervisor.slots.ports=[7001,7002]"],
          "3 workers need as many ports, but supervisor.slots.ports has 2"),
+        (["run", str(WORDCOUNT), "-w", "1", "-o", "supervisor.slots.ports=[]"],
+         "1 worker needs a port, but supervisor.slots.ports has 0"),
         (["run", str(WORDCOUNT), "--ui", "--ui-port", "70000"],
          "--ui-port must be between 0 and 65535, got 70000"),
         # the UI took it, then the run blamed supervisor.slots.ports
