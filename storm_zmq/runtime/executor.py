@@ -124,6 +124,9 @@ def _blame(exc: BaseException, task: int) -> None:
         exc._storm_task = task  # type: ignore[attr-defined]
 
 
+#: How long a component's own thread waits for room to queue a call before it says so
+THREAD_CALL_PATIENCE = 5.0
+
 #: What to do instead of what works in pystorm's process of its own and not in a
 #: thread of a shared worker (keyed by the start of Python's message)
 _HINTS = {
@@ -458,7 +461,16 @@ class Executor(threading.Thread):
         executor's thread (`storm_zmq.runtime.thread_calls`); its result if `wait`."""
         call = ThreadCall(method, args, wait)
         try:
-            self.incoming.put([(THREAD_CALL_TASK, call)])
+            said = False
+            while not self.incoming.put([(THREAD_CALL_TASK, call)], timeout=THREAD_CALL_PATIENCE):
+                if not said:  # a slow executor, or one that waits for this very thread
+                    said = True
+                    log.warning(
+                        "component %r: thread %r has waited %.0f s for room in its executor's "
+                        "input queue to emit, ack or fail (the calls of a component's own "
+                        "threads queue there): the executor is slow, or it waits in its own "
+                        "code for this thread, which waits for it (emit after that wait "
+                        "instead)", self.component, call.thread, THREAD_CALL_PATIENCE)
         except QueueClosed:
             log.warning("component %r: a call from thread %r after its executor stopped "
                         "was dropped", self.component, call.thread)

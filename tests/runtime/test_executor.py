@@ -110,6 +110,31 @@ def test_a_components_own_thread_emits_through_the_executors_queue_in_its_thread
     assert answer["ids"] == list(count.assignment.tasks)
 
 
+def test_a_components_thread_waits_for_room_in_a_full_queue_and_says_so(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calls queue on the executor's bounded input: a thread waits while it is
+    full (memory stays bounded), and says so after a while, since an executor that
+    waits in its own code for that thread would wait for ever."""
+    import storm_zmq.runtime.executor as executor_module
+
+    monkeypatch.setattr(executor_module, "THREAD_CALL_PATIENCE", 0.05)
+    state, executors = one_worker(acking=False)
+    split = executors["split_bolt"]
+    (bolt,) = split.components.values()
+    filler = sentence(state, "the cow")
+    split.incoming.put([(split.assignment.tasks[0], filler)] * split.incoming.capacity)
+    thread = threading.Thread(target=lambda: bolt.emit(["dog"]), name="own-thread")
+    thread.start()
+    deadline = time.monotonic() + 10
+    while "has waited 0 s for room" not in caplog.text and time.monotonic() < deadline:
+        time.sleep(0.01)  # the thread's warning: nothing to wait on from here
+    assert "thread 'own-thread' has waited 0 s for room" in caplog.text
+    assert thread.is_alive() and len(split.incoming) == split.incoming.capacity
+    assert len(split.incoming.get_all(timeout=0)) == 1  # taken: room, and the call goes in
+    thread.join(10)
+    assert not thread.is_alive() and len(split.incoming) == 1
+
+
 def test_with_acking_the_bound_emit_anchors_to_the_input_and_acks_fold_per_root() -> None:
     state, executors = one_worker(acking=True)
     split, count = executors["split_bolt"], executors["count_bolt"]
