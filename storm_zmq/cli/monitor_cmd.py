@@ -35,8 +35,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("-w", "--watch", choices=WATCHED, default="emitted",
                         help="the counter to watch (default: emitted, as Storm's)")
     parser.add_argument("-n", "--rounds", type=_rounds, default=None, metavar="N",
-                        help="stop after N rounds, a line per component each (default: "
-                             "until Ctrl-C)")
+                        help="stop after N rounds, a line per component each while the "
+                             "workers report (N + 1 intervals: the first only takes the "
+                             "counts to grow from; default: until Ctrl-C)")
     add_config_arguments(parser)
     parser.set_defaults(func=monitor_topology)
 
@@ -88,9 +89,10 @@ def _watch(args: argparse.Namespace, state: Any) -> int:
 
     throughput = Throughput(args.watch, tuple(args.component))
     source = ClusterSource(state, cache_secs=0.0)
-    rounds = 0
+    rounds = -1  # the first look only takes the counts the lines' growth is from
     seen = False  # the topology, once: later, its absence means it was removed
     waiting = False  # said that no worker reports, until one does again
+    printed = False  # the header
     status = None  # the topology's, said when it changes
     while True:
         try:
@@ -119,7 +121,8 @@ def _watch(args: argparse.Namespace, state: Any) -> int:
         waiting = not reporting
         rows = throughput.update(summary)
         if any(row.rate is not None for row in rows):
-            if rounds == 0:  # growth since the last line; its rate by the reports' times
+            if not printed:  # growth since the last line; its rate by the reports' times
+                printed = True
                 print(f"{'time':<8}  {'component':<24} {'kind':<6} {'executors':>9} "
                       f"{'+' + args.watch:>12} {'per second':>12}")
             stamp = time.strftime("%H:%M:%S")
@@ -128,8 +131,10 @@ def _watch(args: argparse.Namespace, state: Any) -> int:
                 rate = "-" if row.rate is None else f"{row.rate:,.0f}"
                 print(f"{stamp:<8}  {row.component:<24} {row.kind:<6} {row.executors:>9} "
                       f"{grown:>12} {rate:>12}", flush=True)
-            rounds += 1
-            if rounds == args.rounds:
-                return 0
+        # a round without reports counts too: `-n` bounds the time a script waits (an
+        # audit: with no worker reporting, `monitor NAME -n 2` never ended)
+        rounds += 1
+        if rounds == args.rounds:
+            return 0
         time.sleep(args.interval)
 

@@ -332,6 +332,19 @@ def test_monitor_names_what_it_cannot_find(
     assert "expected a number of rounds >= 1, got '0'" in capsys.readouterr().err
 
 
+def test_monitor_rounds_bound_its_time_while_no_worker_reports(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A cluster audit: `-n` counted printed lines only, so with no worker
+    reporting `monitor NAME -n 2` never ended and a script waited for ever."""
+    topology_on_one_worker(make_state(), "active")  # no worker reports
+    started = time.monotonic()
+    assert main(["monitor", "ids", "-i", "1", "-n", "1", *cli_overrides(zk_conf)]) == 0
+    assert time.monotonic() - started < 10  # two intervals of 1 s, and a connect
+    out, err = capsys.readouterr()
+    assert out == "" and "no worker of 'ids' reports" in err
+
+
 def test_monitor_ends_on_ctrl_c_even_when_started_with_it_ignored(
         make_state: Callable[..., ClusterState], zk_conf: dict[str, Any]) -> None:
     # as a shell without job control starts a background command: Python then never
