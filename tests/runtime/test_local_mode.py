@@ -241,8 +241,10 @@ def test_emits_and_acks_from_a_components_own_threads_all_arrive(
     handed on, and 2 of 20,000 went missing in every run (an ack too: the tree
     timed out). A spout's thread emits every id tracked; a bolt's thread emits and
     acks each input while the bolt emits a copy inline, and adds values of its own."""
-    count = 50_000
-    result = run("thread_emits.py", tmp_path, "-o", f"test.count={count}", *options, workers=workers)
+    count = 20_000
+    # small output batches: a flush every 16 emits, so the threads race it often
+    result = run("thread_emits.py", tmp_path, "-o", f"test.count={count}",
+                 "-o", "topology.transfer.batch.size=16", *options, workers=workers)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "every spout is exhausted" in result.stdout  # each id acked
     assert json.loads((tmp_path / "threadspout.json").read_text()) == {"acked": count, "failed": 0}
