@@ -540,11 +540,15 @@ class BatchingBolt(Bolt):
         if not self.auto_fail:
             return
         if not _carries_on(self, exc):
-            for batched in [t for batch in self._batches.values() for t in batch]:
+            for batched in self._batched():
                 if batched is not tup:  # an overridden process may have batched it
                     self.fail(batched)
             self._batches = defaultdict(list)
         self.fail(tup)
+
+    def _batched(self) -> list[Tuple]:
+        """Every tuple waiting in a batch."""
+        return [tup for batch in self._batches.values() for tup in batch]
 
     def process_tick(self, tup: Tuple) -> None:
         """Count the tick and process the batches when it is time (pystorm's place
@@ -596,7 +600,7 @@ class BatchingBolt(Bolt):
         if _carries_on(self, exc):
             failing = tups
         else:  # the worker dies: every tuple still batched
-            failing = [tup for batch in self._batches.values() for tup in batch]
+            failing = self._batched()
         for tup in failing:
             self.fail(tup)
         self._batches[key] = []

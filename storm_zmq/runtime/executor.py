@@ -127,23 +127,20 @@ def _blame(exc: BaseException, task: int) -> None:
 #: How long a component's own thread waits for room to queue a call before it says so
 THREAD_CALL_PATIENCE = 5.0
 
-#: What to do instead of what works in pystorm's process of its own and not in a
-#: thread of a shared worker (keyed by the start of Python's message)
-_HINTS = {
-    (ValueError, "signal only works in main thread"): (
-        "a component cannot install a signal handler: it runs in a thread of its worker "
-        "process, which it shares with other tasks, not in a process of its own as in "
-        "pystorm. Do on-stop work in cleanup(), which runs on every graceful stop "
-        "(SIGTERM, Ctrl-C, kill, -t) before the worker exits (docs/streamparse.md)"),
-}
+#: What to do instead of a signal handler, which works in pystorm's process of its
+#: own and not in a thread of a shared worker
+SIGNAL_HINT = (
+    "storm-zmq: a component cannot install a signal handler: it runs in a thread of its "
+    "worker process, which it shares with other tasks, not in a process of its own as in "
+    "pystorm. Do on-stop work in cleanup(), which runs on every graceful stop (SIGTERM, "
+    "Ctrl-C, kill, -t) before the worker exits (docs/streamparse.md)")
 
 
 def add_hint(exc: BaseException) -> None:
     """A note on `exc` (shown under its traceback) when it is a known mistake of
     code written for pystorm's process-per-task model."""
-    for (kind, start), hint in _HINTS.items():
-        if isinstance(exc, kind) and str(exc).startswith(start):
-            exc.add_note(f"storm-zmq: {hint}")
+    if isinstance(exc, ValueError) and str(exc).startswith("signal only works in main thread"):
+        exc.add_note(SIGNAL_HINT)
 
 
 class ComponentFailed(Exception):
@@ -181,9 +178,10 @@ class Executor(threading.Thread):
         #: What the worker's log lines written while its code runs say (`storm_zmq_log_context`)
         self.log_label = executor_label(assignment.component, assignment.tasks)
         self.incoming: BatchQueue[tuple[int, Any]] = worker.queues[assignment.index]
-        #: The thread that runs it (`threading.get_ident`): its components' collector
-        #: calls from any other thread are made here (`storm_zmq.runtime.thread_calls`).
-        #: The constructing thread until one starts it (a test that drives it).
+        #: The thread that runs it (`threading.get_ident`; set by `run` and by the
+        #: shared thread that runs or takes it over): its components' collector calls
+        #: from any other thread are made here (`storm_zmq.runtime.thread_calls`).
+        #: The constructing thread until then (a test that drives it).
         self.owner = threading.get_ident()
         self._finished = False
         self._task_location = worker.task_location
@@ -320,7 +318,6 @@ class Executor(threading.Thread):
         return self._starting_up and not self._started_up
 
     def start_up(self) -> None:
-        self.owner = threading.get_ident()
         self._starting_up = True
         self.build_components()
         self._started_up = True
@@ -334,7 +331,6 @@ class Executor(threading.Thread):
         at once, so its consumers may already be gone; Storm does not promise such
         tuples either. That is said in a warning rather than left to be found
         missing: state is kept by writing it out from `cleanup()`, not by emitting it."""
-        self.owner = threading.get_ident()
         self._run_thread_calls_left()  # before cleanup(), which may wait for them
         self._flush_unless_closed()
         for task, component in self.components.items():
@@ -448,8 +444,9 @@ class Executor(threading.Thread):
         executors, and whatever counts tuples afterwards, sampling included, sees
         them all); the second is returned as it is. This is the hot path of every
         remote tuple, hence a comprehension."""
-        if type(batch[0][1]) is not bytes:
-            if type(batch[0][1]) is ThreadCall:
+        kind = type(batch[0][1])
+        if kind is not bytes:
+            if kind is ThreadCall:
                 self._run_thread_calls(batch)
                 return []
             return batch

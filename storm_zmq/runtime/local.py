@@ -289,10 +289,9 @@ def run_local(options: RunOptions, out: TextIO = sys.stdout) -> RunResult:
     definition, conf, num_workers = prepare_run(options)
     ports = list(conf["supervisor.slots.ports"])[:num_workers]
     if len(ports) < num_workers:
-        raise RunError(
-            f"{_count(num_workers, 'worker')} {'needs a port' if num_workers == 1 else 'need as many ports'}"
-            f", but supervisor.slots.ports has {len(conf['supervisor.slots.ports'])}"
-        )
+        need = "needs a port" if num_workers == 1 else "need as many ports"
+        raise RunError(f"{_count(num_workers, 'worker')} {need}, but supervisor.slots.ports "
+                       f"has {len(conf['supervisor.slots.ports'])}")
     check_ports(ports)
     storm_id = f"{definition.name}-local-{uuid.uuid4().hex[:8]}"
     parallelism = definition.parallelism

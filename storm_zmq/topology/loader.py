@@ -9,8 +9,9 @@ streamparse layout::
 Components live in ``<project>/src`` and are imported as top-level modules, so both
 ``<project>/src`` and ``<project>`` go on ``sys.path`` (and stay there: workers keep
 importing component modules by those names), and the topology file's own directory
-after everything else, as streamparse appends it (its neighbours in ``topologies/``). The topology file itself is imported
-under a unique module name, so two topologies with the same file name never clash.
+after everything else, as streamparse appends it (its neighbours in ``topologies/``).
+The topology file itself is imported under a unique module name, so two topologies
+with the same file name never clash.
 
 Why the error wrapping: a topology file that fails to import is the commonest
 mistake, and the CLI should print one line saying which file, which exception and
