@@ -303,8 +303,12 @@ class TaskCollector:
                 # completes, the fail finds nothing), so the acks go before it.
                 acks, executor._acks_out = executor._acks_out, {}
                 executor._send_acks(acks)
+            # From the executor's first task, as the folded acks are: a remote acker's
+            # messages of one source leave in one batch, in order; under this task's
+            # own id the fail could leave in an earlier batch than the ack before it.
+            source = executor.assignment.tasks[0]
             for root in tuple_id.roots:
-                executor._send_to_acker(self._task, ACKER_FAIL_STREAM_ID, root, (root,))
+                executor._send_to_acker(source, ACKER_FAIL_STREAM_ID, root, (root,))
 
     def report_error(self, exc: BaseException, tup: Tuple | None) -> None:
         """Count every error; write out (log with traceback, keep for stats and the

@@ -802,6 +802,38 @@ def test_a_tuple_acked_then_failed_by_hand_completes_its_tree_as_in_storm() -> N
     assert (completion.component, completion.stream) == (ACKER, ACKER_ACK_STREAM_ID)
 
 
+def test_an_ack_then_a_fail_from_an_executors_second_task_reach_a_remote_acker_in_that_order() -> None:
+    # Storm sends a task's acker messages in the order it makes them. Here the acks
+    # of a flush leave under the executor's first task; a fail under the failing
+    # task's own id went into a batch of its own, which left first when that task
+    # had already failed something in the flush: the acker saw FAIL(t) before
+    # ACK(t), and the spout was told t failed.
+    par = {"sentence_spout": (1, 1), "split_bolt": (1, 2), "count_bolt": (1, 1)}
+    first = word_count_state({"topology.acker.executors": 1}, par, workers=2)
+    (acker_task,) = first.assignment.ackers
+    state = next(s for s in (first, WorkerState(first.conf, first.definition, first.assignment, 1))
+                 if s.task_location[acker_task] < 0)  # the worker without the acker
+    assert any(ex.component == "split_bolt" for ex in state.local_executors)
+    split = next(ex for ex in built_executors(state).values() if ex.component == "split_bolt")
+    second = split.components[split.assignment.tasks[1]]
+    (spout_task,) = state.assignment.component_tasks["sentence_spout"]
+    values = state.values_class("sentence_spout", "default")
+
+    def tracked(root: int, text: str) -> Tuple:
+        return Tuple(TupleId({root: 0x5A5A}), "sentence_spout", "default", spout_task, values(text))
+
+    earlier, later = tracked(11, "earlier"), tracked(22, "later")
+    second.fail(earlier)
+    second.ack(later)
+    second.fail(later)
+    split.flush()
+    to_acker = [decode_tuples(message.message)
+                for batch in state.transfer.get_all(timeout=0) for message in batch
+                if message.task == acker_task]
+    order = [(stream, tuple(values)[0]) for _, stream, _, rows in to_acker for values in rows]
+    assert order == [(ACKER_FAIL_STREAM_ID, 11), (ACKER_ACK_STREAM_ID, 22), (ACKER_FAIL_STREAM_ID, 22)]
+
+
 GROUPINGS = Path(__file__).parent / "project" / "topologies" / "groupings.py"
 
 
