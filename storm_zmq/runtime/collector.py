@@ -139,7 +139,6 @@ class TaskCollector:
                 targets = [task for chooser in choosers for task in chooser.choose(values)]
             else:  # nobody subscribes to this stream
                 targets = ()
-        executor.emitted += 1
         if executor.checks_emits:
             values = self._check_emit(route, values, targets)
         elif executor.copies_values and targets:
@@ -147,6 +146,7 @@ class TaskCollector:
                 if value.__class__ not in UNCHANGEABLE:
                     values = self._copy(route, values)
                     break
+        executor.emitted += 1  # after the checks: an emit they refuse is not counted
         if self._is_spout:
             if tup_id is not None:
                 executor._spout_emit_tracked(self._task, route, values, tup_id, targets)

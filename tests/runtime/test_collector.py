@@ -133,6 +133,22 @@ def test_a_bolt_emit_with_a_tup_id_is_refused_as_bolt_emit_would() -> None:
         component.emit(["word"], tup_id=7)
 
 
+@pytest.mark.parametrize("checks", [False, True], ids=["copied", "try.serialize"])
+def test_an_emit_refused_for_a_value_no_worker_could_carry_is_not_counted_as_emitted(
+        checks: bool) -> None:
+    # (the spout: its stream is shuffled, so no fields grouping hashes the value first)
+    state, _ = one_worker(acking=False)
+    (assigned,) = [ex for ex in state.assignment.executors if ex.component == "sentence_spout"]
+    spout = SpoutExecutor(state, assigned)
+    spout.build_components()
+    spout.checks_emits = checks  # topology.testing.always.try.serialize
+    (component,) = spout.components.values()
+    with pytest.raises(TypeError, match="sentence_spout"):
+        component.emit([object()])
+    component.emit(["fine"])
+    assert spout.emitted == 1 and spout._buffered == 1
+
+
 @pytest.mark.parametrize("by_id", [False, True], ids=["ack(tup)", "ack(tup.id)"])
 def test_a_bolts_own_ack_of_what_auto_ack_acks_is_made_once_with_a_warning(
         by_id: bool, caplog: pytest.LogCaptureFixture) -> None:
