@@ -315,6 +315,7 @@ class Nimbus:
         launched = list(current["launched"])
         beats = current_beats(current, self.state.worker_beats(topology_id))
         alive: set[Slot] = set()
+        reclaimed: set[Slot] = set()  # dead here; their addresses free for a new worker
         offered = set(all_slots)
         claimed = {(s.host, s.port) for s in all_slots}  # by a live supervisor
         for index, (slot, beat) in enumerate(zip(slots, beats, strict=True)):
@@ -333,6 +334,7 @@ class Nimbus:
                 # one's run with another storm.local.dir does not adopt it, and
                 # a worker it placed there could not bind.
                 if (slot.host, slot.port) in claimed:
+                    reclaimed.add(slot)
                     continue
                 if beat is None:
                     limit = min(limit, self.conf["nimbus.task.launch.secs"])
@@ -340,7 +342,10 @@ class Nimbus:
                 limit = self.conf["nimbus.task.launch.secs"]
             if self._workers.is_fresh(key, limit, now):
                 alive.add(slot)
-        repaired = repair(slots, alive, free_slots(all_slots, used))
+        # (a reclaimed address is the new supervisor's slot to offer: counted as
+        # used by the old worker still there, it was offered to nobody, and with no
+        # other slot free the worker stayed dead for good: a recovery audit)
+        repaired = repair(slots, alive, free_slots(all_slots, used - reclaimed))
         self._say_stranded(topology_id, slots, repaired, alive)
         if repaired == slots:
             return

@@ -159,6 +159,19 @@ def test_a_worker_whose_address_another_supervisor_registers_is_moved(nimbus: Ni
     assert slots(state) != [["s1", "h1", 6700]]
 
 
+def test_a_worker_whose_address_another_supervisor_registers_is_moved_there_when_nothing_else_is_free(
+        nimbus: Nimbus) -> None:
+    # as above, with no other supervisor: its one slot is that address, which the
+    # old worker, still running, kept "used", so nothing was free and the worker
+    # was left as it was (a recovery audit: killed, never started again)
+    state, start = placed_on_s1(nimbus, beating=True)
+    state.unregister_supervisor("s1")
+    state.register_supervisor("s1-new", {"host": "h1", "ports": [6700], "time": start + 10})
+    beat(state, S1, start, start + 10)
+    nimbus.monitor(now=start + 10)
+    assert slots(state) == [["s1-new", "h1", 6700]]
+
+
 def test_a_worker_on_a_port_its_supervisor_no_longer_has_is_moved(nimbus: Nimbus) -> None:
     # s1 restarted with other supervisor.slots.ports and stopped the worker on
     # 6700: its last heartbeat is still fresh, but nobody runs it any more
