@@ -649,6 +649,12 @@ def validate(conf: Mapping[str, Any], origins: Mapping[str, str] | None = None) 
     for key in ("storm.local.dir", "storm.messaging.transport"):
         if not conf[key].strip():
             raise fail(key, "must not be empty")
+    for prefix in AUTH_PREFIXES:
+        try:
+            auth_pair(conf, prefix)
+        except ValueError as exc:  # (blamed on the key that was set, where it was set)
+            key = prefix + ("scheme" if conf[prefix + "payload"] is None else "payload")
+            raise fail(key, str(exc)) from None
     ports = conf["supervisor.slots.ports"]
     duplicates = sorted({p for p in ports if ports.count(p) > 1})
     if duplicates:
@@ -772,6 +778,25 @@ _OWN_TRANSPORT_PREFIXES = ("storm.messaging.zmq.", "storm.messaging.tcp.", "stor
 
 def _own_transport_prefix(key: str) -> str | None:
     return next((p for p in _OWN_TRANSPORT_PREFIXES if key.startswith(p)), None)
+
+
+#: The prefixes of the ZooKeeper credentials' key pairs (docs/security.md)
+AUTH_PREFIXES = ("storm.zookeeper.auth.", "storm.zookeeper.topology.auth.")
+
+
+def auth_pair(conf: Mapping[str, Any], prefix: str) -> tuple[str, str] | None:
+    """(scheme, payload) from ``<prefix>scheme`` / ``<prefix>payload``, or None when
+    unset. One without the other is a ValueError naming both keys; so is a digest
+    payload that is not ``user:password``."""
+    scheme, payload = conf.get(prefix + "scheme"), conf.get(prefix + "payload")
+    if scheme is None and payload is None:
+        return None
+    if not scheme or payload is None:
+        raise ValueError(f"{prefix}scheme and {prefix}payload must be set together "
+                         f"(got scheme {scheme!r} and {'a' if payload else 'no'} payload)")
+    if scheme == "digest" and ":" not in str(payload):
+        raise ValueError(f'{prefix}payload must be "user:password" for the digest scheme')
+    return str(scheme), str(payload)
 
 
 def closest_key(key: str) -> str | None:

@@ -84,7 +84,7 @@ from kazoo.security import (
 )
 
 from storm_zmq.cluster.kazoo_log import quiet_repeated_warnings
-from storm_zmq.config import DEFAULTS
+from storm_zmq.config import DEFAULTS, auth_pair
 
 __all__ = [
     "CODE_CHUNK_SIZE",
@@ -158,18 +158,12 @@ class NotAuthorized(ClusterStateError):
 def zookeeper_auth(conf: Mapping[str, Any], prefix: str = "storm.zookeeper.auth."
                    ) -> tuple[str, str] | None:
     """(scheme, payload) from ``<prefix>scheme`` / ``<prefix>payload``, or None when
-    unset. One without the other is an error naming both keys; so is a digest
-    payload that is not ``user:password``."""
-    scheme, payload = conf.get(prefix + "scheme"), conf.get(prefix + "payload")
-    if scheme is None and payload is None:
-        return None
-    if not scheme or payload is None:
-        raise ClusterStateError(f"{prefix}scheme and {prefix}payload must be set together "
-                                f"(got scheme {scheme!r} and {'a' if payload else 'no'} payload)")
-    if scheme == "digest" and ":" not in str(payload):
-        raise ClusterStateError(f'{prefix}payload must be "user:password" for the digest '
-                                "scheme")
-    return str(scheme), str(payload)
+    unset (`config.auth_pair`, as a ClusterStateError: a conf that skipped
+    `config.validate`, a topology's)."""
+    try:
+        return auth_pair(conf, prefix)
+    except ValueError as exc:
+        raise ClusterStateError(str(exc)) from None
 
 
 def worker_zookeeper_conf(conf: Mapping[str, Any]) -> dict[str, Any]:
