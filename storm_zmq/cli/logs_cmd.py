@@ -136,6 +136,11 @@ class LogPrinter:
     def tail(self, worker: WorkerLog) -> None:
         """Print the last lines of a worker and start following it from its end."""
         state = FollowState(filter=RecordFilter(self.component))
+        if not worker.registered:
+            self._unreachable(worker, f"its supervisor {worker.supervisor} is not registered "
+                                      "(stopped, or its ZooKeeper session expired), so neither "
+                                      "is its log viewer; the worker runs on without it")
+            return
         if worker.url is None:
             self._unreachable(worker, f"the log viewer of supervisor {worker.supervisor} is "
                                       "off (logviewer.port: 0, or its port was taken)")

@@ -54,6 +54,7 @@ class WorkerLog:
     components: list[str]
     url: str | None  # the log viewer, None when off or the supervisor is not registered
     logs_dir: str | None  # on the worker's host, as the supervisor registered it
+    registered: bool = True  # its supervisor, in ZooKeeper now
 
     @property
     def label(self) -> str:
@@ -69,8 +70,9 @@ class WorkerLog:
         return f"{self.url}/api/v1/log?file={quote(self.file)}" if self.url else None
 
     def where(self) -> str:
-        directory = self.logs_dir or "<storm.local.dir>/logs"
-        return f"{directory.rstrip('/')}/{self.file} on host {self.host}"
+        if self.logs_dir is None:  # (its supervisor is not registered to say it)
+            return f"{self.file} in logs/ under its supervisor's storm.local.dir on host {self.host}"
+        return f"{self.logs_dir.rstrip('/')}/{self.file} on host {self.host}"
 
 
 def worker_logs(topology_id: str, assignment: dict[str, Any],
@@ -86,7 +88,7 @@ def worker_logs(topology_id: str, assignment: dict[str, Any],
             supervisor=supervisor, host=host, port=int(port),
             file=worker_log_name(topology_id, int(port)),
             components=sorted({c for _, c, _, w in executors if w == index}),
-            url=url, logs_dir=info.get("logs_dir")))
+            url=url, logs_dir=info.get("logs_dir"), registered=supervisor in supervisors))
     return result
 
 

@@ -8,6 +8,7 @@ topology, and `storm-zmq logs` reading its workers' logs over HTTP.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import signal
@@ -24,6 +25,7 @@ import pytest
 from storm_zmq.cli.logs_cmd import (
     REFRESH_INTERVAL,
     FollowState,
+    LogPrinter,
     RecordFilter,
     tail_lines,
     worker_logs,
@@ -92,6 +94,25 @@ def test_worker_logs_from_an_assignment() -> None:
         "10.0.0.1:6700", "wc-1-6700.log", ["count", "split"], "http://10.0.0.1:8000")
     assert (second.components, second.url) == (["__acker", "count"], None)
     assert second.where() == "/x/logs/wc-1-6701.log on host 10.0.0.2"
+
+
+def test_a_worker_whose_supervisor_is_not_registered_is_said_so_not_a_viewer_turned_off() -> None:
+    # A recovery audit: a stopped supervisor's workers run on, and `logs` said its
+    # viewer was off (logviewer.port: 0) and pointed at "<storm.local.dir>/logs"
+    assignment = {"slots": [["s1", "10.0.0.1", 6700], ["gone", "10.0.0.2", 6700]],
+                  "assignment": {"executors": [[0, "count", [1], 0], [1, "count", [2], 1]]}}
+    supervisors = {"s1": {"host": "10.0.0.1", "logviewer_port": None, "logs_dir": "/x/logs"}}
+    err = io.StringIO()
+    printer = LogPrinter(io.StringIO(), err, None, 5)
+    for worker in worker_logs("wc-1", assignment, supervisors):
+        printer.tail(worker)
+    assert err.getvalue().splitlines() == [
+        "10.0.0.1:6700: the log viewer of supervisor s1 is off (logviewer.port: 0, or its port "
+        "was taken); the log is /x/logs/wc-1-6700.log on host 10.0.0.1",
+        "10.0.0.2:6700: its supervisor gone is not registered (stopped, or its ZooKeeper "
+        "session expired), so neither is its log viewer; the worker runs on without it; "
+        "the log is wc-1-6700.log in logs/ under its supervisor's storm.local.dir on host 10.0.0.2",
+    ]
 
 
 # ------------------------------------------------------------------ log viewer
