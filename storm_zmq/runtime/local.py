@@ -9,6 +9,7 @@ its executors, which run their components' `cleanup()`.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import pickle
 import random
@@ -180,9 +181,10 @@ def _refuse_flag_against_override(options: RunOptions) -> None:
     ):
         raise RunError(f"--transport {options.transport} and -o storm.messaging.transport="
                        f"{overridden} disagree; give one of them")
-    if options.debug and options.overrides.get("topology.debug", True) is not True:
-        raise RunError(f"-d and -o topology.debug={options.overrides['topology.debug']} "
-                       "disagree; give one of them")
+    debug = options.overrides.get("topology.debug", True)
+    if options.debug and debug is not True:
+        typed = debug if isinstance(debug, str) else json.dumps(debug)  # as YAML spells it
+        raise RunError(f"-d and -o topology.debug={typed} disagree; give one of them")
 
 
 def _count(number: int, noun: str) -> str:

@@ -807,7 +807,7 @@ def test_the_components_conf_has_the_runs_number_of_workers() -> None:
     ({"transport": "tcp", "overrides": {"storm.messaging.transport": "zmq"}},
      "--transport tcp and -o storm.messaging.transport=zmq disagree"),
     ({"debug": True, "overrides": {"topology.debug": False}},
-     "-d and -o topology.debug=False disagree"),
+     "-d and -o topology.debug=false disagree"),
 ])
 def test_a_flag_and_an_override_that_disagree_are_refused(flags: dict, named: str) -> None:
     # The flag used to win in silence: a benchmark could run on another transport
