@@ -483,6 +483,12 @@ def _call_source(spout: SparkSpout, spark: Any, who: str) -> Any:
     return df
 
 
+def quoted_column(name: str) -> str:
+    """`name` as a Spark column reference to the column of exactly that name, even
+    one with a dot or a backtick in it (from a CSV header, say)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def shape_dataframe(df: Any, fields: Sequence[str], who: str, learned: bool = False) -> Any:
     """`df` with the spout's output fields as its columns, its column types checked.
     No fields: the columns as they are. Fields that are all columns: those, in that
@@ -505,7 +511,11 @@ def shape_dataframe(df: Any, fields: Sequence[str], who: str, learned: bool = Fa
         folded = [c.casefold() for c in columns]
         if all(f.casefold() in folded for f in fields):
             try:
-                df = df.select(*fields).toDF(*fields)  # the outputs' spelling
+                if list(fields) != columns:
+                    # each name quoted: a bare "user.id" is field id of a struct user
+                    from pyspark.sql.functions import col
+                    df = df.select(*(col(quoted_column(f)) for f in fields))
+                df = df.toDF(*fields)  # the outputs' spelling
             except Exception as exc:  # two columns of one name (a join), say
                 raise SparkSpoutError(f"{who}: selecting outputs {list(fields)} from the columns "
                                       f"{columns} failed: {short_error(exc)}") from None

@@ -139,6 +139,29 @@ def test_outputs_default_to_the_columns_and_may_select_or_rename(spark: Any) -> 
         SpoutHarness(ByConfig, name="other", conf={"test.columns": ["b", "c"]})
 
 
+def test_columns_named_with_a_dot_or_a_backtick_stream_as_named(spark: Any) -> None:
+    # A Spark audit: a CSV header "user.id,user.name" stopped the spout, its select
+    # reading "user.id" as field id of a struct user
+    from pyspark.sql import functions as F
+
+    class Dotted(SparkSpout):
+        def source(self, spark):
+            return spark.range(2).select(F.col("id").alias("user.id"), F.lit("x").alias("a`b"))
+
+    class Selected(Dotted):
+        outputs = ["a`b", "USER.ID"]
+
+    emitted = {}
+    for cls in (Dotted, Selected):
+        harness = SpoutHarness(cls)
+        drive(harness)
+        emitted[cls.__name__] = (harness.output_fields["default"],
+                                 sorted(tuple(e.values) for e in harness.emits))
+        harness.component.cleanup()
+    assert emitted == {"Dotted": (("user.id", "a`b"), [(0, "x"), (1, "x")]),
+                       "Selected": (("a`b", "USER.ID"), [("x", 0), ("x", 1)])}
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_nested_values_arrive_as_plain_python(spark: Any, mode: str) -> None:
     class Nested(SparkSpout):
