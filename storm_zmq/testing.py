@@ -312,6 +312,11 @@ class SpoutHarness(_Harness):
 
     def __init__(self, spout_cls: type[Spout], conf: dict[str, Any] | None = None,
                  name: str = "spout", task: int = 1, context: dict[str, Any] | None = None) -> None:
+        # the tup_ids of `emits[:_ids_read]`, for `_was_emitted` (unhashable ones listed)
+        self._ids: set[Any] = set()
+        self._unhashable_ids: list[Any] = []
+        self._ids_read = 0
+        self._last_read: Emit | None = None
         super().__init__(spout_cls, conf, name, task, context)
         self.activate()
 
@@ -339,9 +344,30 @@ class SpoutHarness(_Harness):
     def deactivate(self) -> None:
         self._call(self.component.deactivate)
 
+    def _was_emitted(self, tup_id: Any) -> bool:
+        """Whether an emit had `tup_id`, reading only the emits new since the last
+        call: a scan of every emit per ack took a test of a 50,000-row partition
+        452 s (a Spark audit)."""
+        emits, read = self.emits, self._ids_read
+        if read and (len(emits) < read or emits[read - 1] is not self._last_read):
+            self._ids, self._unhashable_ids, self._ids_read = set(), [], 0  # the test cleared them
+        for emit in emits[self._ids_read:]:
+            try:
+                self._ids.add(emit.tup_id)
+            except TypeError:  # a list or a dict: ids a worker carries too
+                self._unhashable_ids.append(emit.tup_id)
+        self._ids_read = len(emits)
+        self._last_read = emits[-1] if emits else None
+        try:
+            if tup_id in self._ids:
+                return True
+        except TypeError:
+            pass
+        return tup_id in self._unhashable_ids
+
     def _check_emitted(self, tup_id: Any, what: str) -> None:
         """A worker acks and fails only ids the spout emitted with (its acker never
         completes another): say so when a test does otherwise, and go on."""
-        if tup_id is None or not any(e.tup_id == tup_id for e in self.emits):
+        if tup_id is None or not self._was_emitted(tup_id):
             self.component.logger.warning("%s(%r): the spout emitted no tuple with that "
                                           "tup_id, so in a topology this never happens", what, tup_id)

@@ -293,6 +293,34 @@ def test_a_spout_harness_says_when_a_test_acks_an_id_never_emitted(
                                "a topology this never happens"]
 
 
+def test_a_spout_harness_knows_list_ids_and_the_emits_after_a_test_cleared_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class ListIds(Spout):
+        outputs = ["n"]
+
+        def initialize(self, storm_conf: dict[str, Any], context: dict[str, Any]) -> None:
+            self.n = 0
+
+        def next_tuple(self) -> None:
+            self.n += 1
+            self.emit([self.n], tup_id=["partition", self.n] if self.n % 2 else self.n)
+
+    h = SpoutHarness(ListIds)
+    h.next_tuple(2)
+    with caplog.at_level("WARNING"):
+        h.ack(["partition", 1])
+        h.ack(2)
+        h.emits.clear()
+        h.next_tuple(2)
+        h.fail(["partition", 3])
+        h.fail(4)
+        assert caplog.messages == []
+        h.ack(["partition", 2])
+    assert caplog.messages == ["ack(['partition', 2]): the spout emitted no tuple with that "
+                               "tup_id, so in a topology this never happens"]
+
+
 class Lifecycle(Spout):
     outputs = ["n"]
     exit_on_exception = False
