@@ -143,8 +143,9 @@ class SparkSpout(Spout):
         if _declared_fields(cls) is None:
             if cls.source is SparkSpout.source:  # fed by its own open_source(): no DataFrame
                 raise SparkSpoutError(
-                    f"{cls.__name__}: declare `outputs`: a spout without a source() (fed by its "
-                    "own open_source()) has no DataFrame to learn its columns from")
+                    f"{cls.__name__}: define source(self, spark) returning the DataFrame to "
+                    "stream, or declare `outputs` (a spout fed by its own open_source() has no "
+                    "DataFrame to learn its columns from)")
             cls.outputs = _derive_columns(cls, config if config is not None else getattr(cls, "config", None))
             cls._outputs_from_source = True
         return super().spec(name=name, par=par, config=config, num_tasks=num_tasks)
@@ -585,11 +586,16 @@ def _declared_fields(cls: type) -> list[str] | None:
     if not outputs:
         return None
     fields: list[str] = []
-    for output in outputs:
+    for output in outputs if isinstance(outputs, (list, tuple)) else [outputs]:
         if isinstance(output, str):
             fields.append(output)
         elif isinstance(output, Stream) and output.name == DEFAULT_STREAM:
             fields.extend(output.fields)
+        else:  # (was replaced by the DataFrame's columns, without a word: an audit)
+            raise SparkSpoutError(
+                f"{cls.__name__}: outputs {outputs!r}: a SparkSpout emits its rows on the default "
+                f"stream, so its outputs are field names (or Stream(fields) without a name), not "
+                f"{output!r}")
     return fields or None
 
 

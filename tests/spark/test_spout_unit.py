@@ -16,6 +16,7 @@ from storm_zmq.spark import ListFetcher, SparkSpout, SparkSpoutError
 from storm_zmq.spark import spout as spout_module
 from storm_zmq.spark.session import check_java, spark_conf
 from storm_zmq.testing import SpoutHarness
+from storm_zmq.topology.stream import Stream
 
 PARTITIONS = [[(p * 100 + r, f"w{p}-{r}") for r in range(size)] for p, size in enumerate([5, 0, 7, 3])]
 ALL_ROWS = sorted(row for part in PARTITIONS for row in part)
@@ -385,9 +386,19 @@ def test_a_spout_fed_by_open_source_without_outputs_is_told_to_declare_them() ->
     class NoOutputs(MemorySpout):
         outputs = []
 
-    with pytest.raises(SparkSpoutError, match=r"^NoOutputs: declare `outputs`: a spout without "
-                                              r"a source\(\) \(fed by its own open_source\(\)\)"):
+    with pytest.raises(SparkSpoutError, match=r"^NoOutputs: define source\(self, spark\) returning "
+                                              r"the DataFrame to stream, or declare `outputs`"):
         NoOutputs.spec()
+
+
+@pytest.mark.parametrize("outputs", [[Stream(["id"], name="rows")], [1], ["id", ("x",)]])
+def test_outputs_a_spark_spout_cannot_have_are_refused_not_replaced_by_the_columns(
+        outputs: list[Any]) -> None:
+    # (a Spark audit: they were replaced by the DataFrame's columns on the default stream)
+    spout_class = type("Odd", (MemorySpout,), {"outputs": outputs})
+    with pytest.raises(SparkSpoutError, match=r"^Odd: outputs .*: a SparkSpout emits its rows on "
+                                              r"the default stream, so its outputs are field names"):
+        spout_class.spec()
 
 
 def test_the_settings_a_spout_may_use_are_accepted() -> None:
