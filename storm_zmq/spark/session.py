@@ -7,13 +7,16 @@ pyspark is imported lazily (it takes a while and needs nothing until a spout sta
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
 import shutil
+import signal
 import socket
 import sys
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from storm_zmq.runtime.tuning import unpinned
@@ -227,12 +230,48 @@ def build_session(conf: Mapping[str, Any], app_name: str, who: str) -> tuple[Any
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
-    try:
-        with unpinned():  # a local Spark's JVM gets every core, not the worker's one
-            spark = builder.getOrCreate()
-    except Exception as exc:
-        raise _session_error(who, master, f"{short_error(exc)}; Spark's log above has the details") from exc
+    with _ctrl_c_held() as interrupted:
+        try:
+            with unpinned():  # a local Spark's JVM gets every core, not the worker's one
+                spark = builder.getOrCreate()
+        except Exception as exc:
+            raise _session_error(who, master, f"{short_error(exc)}; Spark's log above has the details") from exc
+    if interrupted:
+        if not existed:
+            stop_session(spark, shutdown_gateway=True)
+        raise KeyboardInterrupt
     return spark, not existed
+
+
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[list[int]]:
+    """In the main thread, a first Ctrl-C while a session starts waits for the start
+    to end (the list it yields then holds the signal): pyspark's launch of the JVM,
+    interrupted, loses its process, which ran on after the command (a Spark audit).
+    A second Ctrl-C interrupts at once."""
+    before = signal.getsignal(signal.SIGINT)
+    if (threading.current_thread() is not threading.main_thread()
+            or before is not signal.default_int_handler):  # a handler of the caller's own
+        yield []
+        return
+    interrupted: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        if interrupted:
+            signal.default_int_handler(signum, frame)
+        interrupted.append(signum)
+        print("stopping once Spark has started, so that its JVM stops too (Ctrl-C again "
+              "to stop at once)", file=sys.stderr, flush=True)
+
+    try:
+        signal.signal(signal.SIGINT, hold)
+    except ValueError:  # not the main interpreter
+        yield []
+        return
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def component_session(base: Any, conf: Mapping[str, Any], app_name: str) -> tuple[Any, list[str]]:

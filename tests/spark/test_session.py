@@ -3,13 +3,21 @@ checking that a master accepts connections before Spark is asked for a session."
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import threading
 from collections.abc import Iterator
 
 import pytest
 
 from storm_zmq.spark import SparkSpoutError
-from storm_zmq.spark.session import DEFAULT_MASTER_PORT, check_master, master_addresses
+from storm_zmq.spark.session import (
+    DEFAULT_MASTER_PORT,
+    _ctrl_c_held,
+    check_master,
+    master_addresses,
+)
 from tests.messaging.conftest import free_port
 
 
@@ -78,3 +86,26 @@ def test_a_malformed_master_url_is_a_session_error() -> None:
     with pytest.raises(SparkSpoutError, match=r"spark spout 'x': cannot start a Spark session "
                                               r"\(spark.master=spark://h:x\): invalid master URL: 'h:x' has no valid port"):
         check_master("spark://h:x", "spark spout 'x'")
+
+
+def test_a_first_ctrl_c_while_a_session_starts_waits_for_the_start_and_a_second_does_not(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # A Spark audit: Ctrl-C during pyspark's launch of the JVM lost the process,
+    # which ran on after the command (checked by hand against a real launch)
+    assert threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with _ctrl_c_held() as interrupted:
+            os.kill(os.getpid(), signal.SIGINT)  # handled at the next bytecode: held
+            assert interrupted == [signal.SIGINT]
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(1000):  # (the handler runs between bytecodes)
+                    pass
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert "stopping once Spark has started" in capsys.readouterr().err
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a caller's own handling is left alone
+        with _ctrl_c_held() as interrupted:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
