@@ -187,7 +187,11 @@ class SparkSpout(Spout):
         self.first_emit_at: float | None = None
         self.done_at: float | None = None
         self._started_at = time.monotonic()
-        self._last_progress: tuple[float, int] | None = None
+        # (when, rows acked, rows replayed) at the last progress line, and what
+        # changed since the one before: (seconds, acked, replayed)
+        self._last_progress: tuple[float, int, int] | None = None
+        self._progress_change: tuple[float, int, int] | None = None
+        self._next_replay_hint = 0.0
         plan = self.open_source(storm_conf, context)
         self._next_progress = time.monotonic() + self.progress_secs
         with _session_lock:
@@ -395,6 +399,7 @@ class SparkSpout(Spout):
         if now >= self._next_progress and self.progress_secs:  # 0: none (it flooded the log)
             self._next_progress = now + self.progress_secs
             self.logger.info("%s", self.progress_line(now))
+            self._say_replays_outrun_acks(now)
         if ledger.all_done and not self._reported:
             self._reported = True
             self.done_at = now
@@ -442,11 +447,14 @@ class SparkSpout(Spout):
             f"{estimate}" if ledger.partitions_opened == ledger.partitions_total else f"~{estimate}"
         )
         rate = ""
+        self._progress_change = None
         if self._last_progress is not None:
-            then, done_then = self._last_progress
+            then, done_then, replayed_then = self._last_progress
             if now > then:
                 rate = f", {(ledger.rows_acked - done_then) / (now - then):.0f} rows/s"
-        self._last_progress = (now, ledger.rows_acked)
+                self._progress_change = (now - then, ledger.rows_acked - done_then,
+                                         ledger.replayed - replayed_then)
+        self._last_progress = (now, ledger.rows_acked, ledger.replayed)
         extra = ""
         if self.reliable:
             extra = f", {ledger.in_flight} in flight, {ledger.replayed} replayed"
@@ -456,6 +464,19 @@ class SparkSpout(Spout):
             f"{self.who}: {ledger.rows_acked}/{total} rows and "
             f"{ledger.partitions_done}/{ledger.partitions_total} partitions done{extra}{rate}"
         )
+
+    def _say_replays_outrun_acks(self, now: float) -> None:
+        """A warning, at most once a minute, while more rows are replayed than acked
+        (`replay_hint`): the progress line alone showed the replays climb, and the
+        run made no progress without a word of why (a Spark audit)."""
+        change, ledger = self._progress_change, self._ledger
+        if change is None or ledger is None or now < self._next_replay_hint:
+            return
+        hint = replay_hint(*change, ledger.in_flight,
+                           self.storm_conf.get("topology.message.timeout.secs"))
+        if hint is not None:
+            self._next_replay_hint = now + 60.0
+            self.logger.warning("%s: %s", self.who, hint)
 
     def summary_line(self, now: float) -> str:
         ledger = self._ledger
@@ -482,6 +503,25 @@ def _call_source(spout: SparkSpout, spark: Any, who: str) -> Any:
     if not hasattr(df, "schema") or not hasattr(df, "columns"):
         raise SparkSpoutError(f"{who}: source() must return a Spark DataFrame, got {type(df).__name__}")
     return df
+
+
+def replay_hint(secs: float, acked: int, replayed: int, in_flight: int,
+                timeout: float | None) -> str | None:
+    """What to do when, over `secs`, more rows were replayed than acked with
+    `in_flight` rows out: they wait in the queues longer than the message `timeout`,
+    time out, and their replays queue behind the stale copies (docs/spark.md). None
+    when that is not what the numbers say."""
+    if not timeout or secs <= 0 or replayed <= acked:
+        return None
+    suggested = max(1, int(acked / secs * float(timeout) / 2))
+    if suggested >= in_flight:  # not too many in flight: a bolt that never acks, say
+        return None
+    return (f"{replayed} rows replayed and {acked} acked in the last {secs:.0f} s, with "
+            f"{in_flight} in flight: rows wait in the topology's queues longer than "
+            f"topology.message.timeout.secs ({float(timeout):g} s), time out, and their replays "
+            f"queue behind the stale copies; set topology.max.spout.pending to about "
+            f"{suggested} (rows acked per second x timeout / 2, per spout task) or raise "
+            "the timeout")
 
 
 def quoted_column(name: str) -> str:

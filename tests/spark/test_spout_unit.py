@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
 from typing import Any
@@ -186,6 +187,47 @@ def test_progress_is_logged_with_rows_and_partitions(caplog: pytest.LogCaptureFi
     assert "partitions done" not in caplog.text, caplog.text  # it logged one a next_tuple
     assert f"all 4 partition(s) done: {len(ALL_ROWS)} rows" in caplog.text
     harness.component.cleanup()
+
+
+@pytest.mark.parametrize(("change", "in_flight", "says"), [
+    ((5.0, 100, 2000), 2000, "set topology.max.spout.pending to about 100 "),  # 20 rows/s x 10 s / 2
+    ((5.0, 0, 2000), 2000, "set topology.max.spout.pending to about 1 "),
+    ((5.0, 3000, 2000), 2000, None),  # more acked than replayed: fine
+    ((5.0, 100, 2000), 50, None),  # few in flight: not the queues (a bolt that never acks)
+    ((5.0, 100, 0), 2000, None),
+])
+def test_the_replay_hint_suggests_a_pending_the_rate_and_timeout_can_carry(
+        change: tuple[float, int, int], in_flight: int, says: str | None) -> None:
+    hint = spout_module.replay_hint(*change, in_flight, 10)
+    assert (hint is None) if says is None else (says in hint)  # type: ignore[operator]
+    assert spout_module.replay_hint(*change, in_flight, None) is None  # timeouts off
+
+
+def test_a_spout_whose_replays_outrun_its_acks_says_what_to_set(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # A Spark audit: 20,000 replays of 2,000 rows in 45 s, and only the progress
+    # line's replay count climbing. Every row fails here, as timeouts fail them.
+    harness = SpoutHarness(MemorySpout, {"topology.message.timeout.secs": 2}, name="rows")
+    spout = harness.component
+    for _ in range(50):
+        for emit in harness.next_tuple():
+            harness.fail(emit.tup_id)
+    start = time.monotonic()
+    spout.progress_line(start)
+    for emit in harness.next_tuple(20):
+        harness.fail(emit.tup_id)
+    harness.next_tuple(20)  # some in flight, none acked
+    with caplog.at_level(logging.WARNING):
+        spout.progress_line(start + 5)
+        spout._say_replays_outrun_acks(start + 5)
+        spout.progress_line(start + 10)
+        spout._say_replays_outrun_acks(start + 10)  # once a minute at most
+    said = [r.getMessage() for r in caplog.records if "replayed and" in r.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].startswith("spark spout 'rows' task 1: ")
+    assert re.search(r": [1-9]\d* rows replayed and 0 acked in the last 5 s, with [1-9]\d* in flight", said[0])
+    assert "set topology.max.spout.pending to about 1 " in said[0]
+    spout.cleanup()
 
 
 def test_next_tuple_never_waits_for_a_slow_fetch() -> None:
