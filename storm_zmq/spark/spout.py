@@ -501,7 +501,9 @@ def _call_source(spout: SparkSpout, spark: Any, who: str) -> Any:
     except Exception as exc:
         raise SparkSpoutError(f"{who}: source() raised {short_error(exc)}") from exc
     if not hasattr(df, "schema") or not hasattr(df, "columns"):
-        raise SparkSpoutError(f"{who}: source() must return a Spark DataFrame, got {type(df).__name__}")
+        kind = type(df)
+        raise SparkSpoutError(f"{who}: source() must return a Spark DataFrame, got "
+                              f"{kind.__module__}.{kind.__qualname__}")
     return df
 
 
@@ -688,7 +690,15 @@ def _columns_from_spark(cls: type[SparkSpout], config: dict[str, Any]) -> list[s
         df = _call_source(spout, spark, f"{who} (learning its output fields; declare `outputs` "
                                         "to skip this)")
         df = shape_dataframe(df, [], who)
-        return list(df.columns)
+        columns = list(df.columns)
+        folded = [c.casefold() for c in columns]  # as Spark compares them
+        repeated = sorted({c for c in columns if folded.count(c.casefold()) > 1})
+        if repeated:  # (said as a duplicate field of `outputs`, which the user never wrote)
+            raise SparkSpoutError(
+                f"{who}: the DataFrame from source() has more than one column named "
+                f"{', '.join(map(repr, repeated))} (its columns: {columns}; after a join, say): "
+                "alias them in source(), or declare `outputs` to name them by position")
+        return columns
     finally:
         if created:
             stop_session(spark, shutdown_gateway=True)

@@ -139,6 +139,29 @@ def test_outputs_default_to_the_columns_and_may_select_or_rename(spark: Any) -> 
         SpoutHarness(ByConfig, name="other", conf={"test.columns": ["b", "c"]})
 
 
+def test_learned_columns_of_one_name_are_said_as_the_dataframes_not_as_outputs(spark: Any) -> None:
+    # (a Spark audit: "outputs: Stream 'default': duplicate field name 'a'", for a
+    # spout that declares no outputs)
+    from pyspark.sql import functions as F
+
+    class Joined(SparkSpout):
+        def source(self, spark):
+            left = spark.range(2).select(F.col("id").alias("a"), F.col("id").alias("k"))
+            right = spark.range(2).select(F.col("id").alias("A"), F.col("id").alias("k"))
+            return left.join(right, "k")
+
+    with pytest.raises(SparkSpoutError, match=r"the DataFrame from source\(\) has more than one "
+                                              r"column named 'A', 'a' \(its columns: \['k', 'a', 'A'\]"):
+        Joined.spec()
+
+    class NotAFrame(SparkSpout):
+        def source(self, spark):
+            return [(1, "a")]
+
+    with pytest.raises(SparkSpoutError, match=r"must return a Spark DataFrame, got builtins.list"):
+        NotAFrame.spec()
+
+
 def test_columns_named_with_a_dot_or_a_backtick_stream_as_named(spark: Any) -> None:
     # A Spark audit: a CSV header "user.id,user.name" stopped the spout, its select
     # reading "user.id" as field id of a struct user
