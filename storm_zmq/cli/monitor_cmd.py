@@ -98,9 +98,9 @@ def _watch(args: argparse.Namespace, state: Any) -> int:
         try:
             summary = source.summary(args.name)
         except UnknownTopology as exc:
-            if seen:
-                print(f"topology {args.name!r} is gone", file=sys.stderr)
-                return 1
+            if seen:  # as `logs -f` ends: what was watched ended, not the command
+                print(f"topology {args.name!r} was killed; stopping", file=sys.stderr)
+                return 0
             raise UsageError(str(exc)) from None
         seen = True
         known = {c.name for c in summary.components}

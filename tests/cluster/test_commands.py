@@ -345,6 +345,25 @@ def test_monitor_rounds_bound_its_time_while_no_worker_reports(
     assert out == "" and "no worker of 'ids' reports" in err
 
 
+def test_monitor_ends_with_exit_0_when_its_topology_is_removed_as_logs_f_does(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any]) -> None:
+    # (a cluster audit: `monitor` exited 1 there, `logs -f` 0)
+    state = make_state()
+    topology_on_one_worker(state, "active")  # no worker reports: it waits
+    monitor = subprocess.Popen(
+        [sys.executable, "-m", "storm_zmq.cli.main", "monitor", "ids", "-i", "1",
+         *cli_overrides(zk_conf)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert monitor.stderr is not None
+        assert "no worker of 'ids' reports" in monitor.stderr.readline()
+        state.remove_topology(TID)
+        _, errors = monitor.communicate(timeout=15)
+    finally:
+        monitor.kill()
+    assert monitor.returncode == 0, errors
+    assert "topology 'ids' was killed; stopping" in errors
+
+
 def test_monitor_ends_on_ctrl_c_even_when_started_with_it_ignored(
         make_state: Callable[..., ClusterState], zk_conf: dict[str, Any]) -> None:
     # as a shell without job control starts a background command: Python then never
