@@ -211,3 +211,18 @@ def test_real_process_broken_yaml_exits_2_without_traceback(isolated: Path) -> N
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("storm-zmq: error: conf/storm.yaml, line ")
     assert "invalid YAML" in result.stderr
+
+
+def test_a_ctrl_c_while_the_command_imports_its_modules_ends_it_with_130() -> None:
+    # (an audit: Ctrl-C in the command's first half second printed a traceback)
+    code = ("import builtins, sys\n"
+            "real = builtins.__import__\n"
+            "def interrupted(name, *args, **kwargs):\n"
+            "    if name == 'storm_zmq.cli.main':\n"
+            "        raise KeyboardInterrupt\n"
+            "    return real(name, *args, **kwargs)\n"
+            "builtins.__import__ = interrupted\n"
+            "from storm_zmq.__main__ import main\n"
+            "sys.exit(main())\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stderr) == (130, "")
