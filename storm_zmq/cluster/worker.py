@@ -100,6 +100,7 @@ class ZooKeeperControl:
         # heartbeat carries the sums and counts only
         for entry in stats.get("components", {}).values():
             entry.pop("latencies_ms", None)
+            entry.pop("latency_runs", None)
         stats["restarts"] = self.restarts  # its supervisor's count, for stats and the UI
         self._stats, self._stats_time = stats, time.time()
         if self._ready:  # the heartbeat file says "it ran" to the supervisor (its exit streaks)

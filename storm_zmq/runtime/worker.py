@@ -576,6 +576,8 @@ class Worker:
         self.server: Connection | None = None
         self.clients: dict[int, Connection] = {}
         self._failure_reported = False  # a worker reports its (first) failure once
+        # spout executor index -> its trees completed as of the last report
+        self._completions_reported: dict[int, int] = {}
         # a "deactivate" came after the last "activate": the stop follows a drain
         self._drained_before_stop = False
         # the reverse channel: backpressure statuses to every peer, from their own
@@ -722,7 +724,7 @@ class Worker:
                     "process_ms_total": 0.0, "process_samples": 0,
                     "complete_ms_total": 0.0, "complete_samples": 0,
                     # None until a report window (a bolt's; Storm has none for spouts)
-                    "capacity": None, "latencies_ms": [], "by_executor": [],
+                    "capacity": None, "latencies_ms": [], "latency_runs": [], "by_executor": [],
                 }
             entry["tasks"] += executor.assignment.tasks
             entry["executors"] += 1
@@ -761,9 +763,15 @@ class Worker:
                 entry["complete_ms_total"] += executor.complete_ms_total
                 entry["complete_samples"] += executor.complete_samples
                 samples, executor.complete_latencies_ms = executor.complete_latencies_ms, []
+                completed = executor.complete_samples - self._completions_reported.get(executor.index, 0)
+                self._completions_reported[executor.index] = executor.complete_samples
                 if len(samples) > LATENCY_SAMPLES_PER_REPORT:  # unbiased, not the first N
                     samples = random.sample(samples, LATENCY_SAMPLES_PER_REPORT)
-                entry["latencies_ms"] += samples
+                if samples:
+                    # how many trees these samples stand for: a busy executor's are a
+                    # draw, a quiet one's all of its trees (RunStats weighs them so)
+                    entry["latency_runs"].append([len(samples), max(completed, len(samples))])
+                    entry["latencies_ms"] += samples
         slot = self.assignment.workers[self.index]
         state = self.state
         return {

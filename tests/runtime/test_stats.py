@@ -136,8 +136,28 @@ def test_latency_samples_are_bounded_and_drawn_from_the_whole_run(stats: RunStat
     stats.update(0, report(words=entry(latencies_ms=[3.0])))
     stats.start(0.0)
     stats.stop(1.0)
-    assert ("(100,000 samples, a uniform draw of the 300,001 the workers sent over the run)"
+    assert ("(100,000 samples standing for the 300,001 tuple trees completed over the run)"
             in stats.summary("ran 1 s"))
+
+
+def test_latency_samples_weigh_as_many_trees_as_they_stand_for(stats: RunStats) -> None:
+    # A metrics audit: a busy spout reports a draw of its trees (5,000 a report),
+    # a quiet one all of them; weighed alike, a run's p99 was its quiet phase's
+    # (5.3 ms where every tree's gave 2.7)
+    busy = entry(latencies_ms=[1.0] * 5_000, latency_runs=[[5_000, 95_000]])
+    for _ in range(4):
+        stats.update(0, report(words=busy))  # 380,000 fast trees, 20,000 samples
+    stats.update(0, report(words=entry(latencies_ms=[9.0] * 20_000)))  # 20,000 slow ones, all
+    assert stats.latency_samples_seen == 400_000 and stats.latencies_ms.count(9.0) == 20_000
+    # 20,000 of 400,000 trees were slow, not half of them
+    assert stats.percentile(0.94) == 1.0 and stats.percentile(0.96) == 9.0
+    # the same once there are more samples than are kept: a draw by weight
+    for _ in range(30):
+        stats.update(0, report(words=busy))
+    stats.update(0, report(words=entry(latencies_ms=[9.0] * 120_000)))
+    assert len(stats.latencies_ms) == 100_000 and stats.latency_samples_seen == 3_370_000
+    # 140,000 of 3,370,000 trees slow: 4.2 %
+    assert stats.percentile(0.95) == 1.0 and stats.percentile(0.97) == 9.0
 
 
 # -- exhaustion and draining ---------------------------------------------------------------
