@@ -450,6 +450,7 @@ class _Runner:
     def _stop_gracefully(self, reason: str) -> RunResult:
         self.ending = reason
         self._broadcast("deactivate")
+        self.stats.deactivate(time.monotonic())
         timeout = float(self.conf["topology.message.timeout.secs"])
         started = time.monotonic()
         deadline = started + timeout

@@ -382,6 +382,20 @@ def test_summary_mentions_every_component_and_latency_percentiles(stats: RunStat
     assert "dropped input" not in text
 
 
+def test_summary_rates_are_per_active_second_not_over_the_drain(stats: RunStats) -> None:
+    # (a metrics audit: "stopped after 14.4 s: ran 12 s", avg/s 787 where the spout
+    # emitted 945 a second: the drain and the stop were counted)
+    stats.start(0.0)
+    stats.update(0, report(words=entry(emitted=12_000)))
+    stats.deactivate(12.0)
+    stats.deactivate(13.0)  # (the first one counts)
+    stats.stop(14.4)
+    lines = stats.summary("ran 12 s").splitlines()
+    assert lines[0] == ("StatsTopology stopped after 14.4 s: ran 12 s (spouts active 12.0 s: "
+                        "avg/s is per active second)")
+    assert lines[2].split() == ["words", "12,000", "0", "0", "0", "1,000"]
+
+
 def test_summary_without_latencies_or_reports(stats: RunStats) -> None:
     stats.start(1.0)
     stats.stop(3.0)
