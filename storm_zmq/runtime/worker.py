@@ -1248,7 +1248,7 @@ def _process_usage() -> dict[str, float]:
     try:
         with open("/proc/self/statm") as statm:
             usage["rss_bytes"] = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        usage["open_fds"] = len(os.listdir("/proc/self/fd"))
+        usage["open_fds"] = len(os.listdir("/proc/self/fd")) - 1  # not the one listing it
     except (OSError, ValueError, IndexError):  # not Linux: leave them 0
         pass
     return usage

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import time
 
@@ -385,3 +386,16 @@ def test_a_component_blocked_in_a_thread_of_its_own_is_named_and_a_poller_is_not
         release.set()
         for thread in threads.values():
             thread.join()
+
+
+def test_a_workers_open_fds_leave_out_the_one_that_lists_them() -> None:
+    # (a metrics audit: one more than `ls /proc/PID/fd` showed)
+    from storm_zmq.runtime.worker import _process_usage
+
+    before = _process_usage()["open_fds"]
+    with open(__file__) as one_more:
+        assert _process_usage()["open_fds"] == before + 1
+        assert one_more.fileno() >= 0
+    assert _process_usage()["open_fds"] == before
+    assert before == len([fd for fd in os.listdir("/proc/self/fd")
+                          if os.path.exists(f"/proc/self/fd/{fd}")])
