@@ -46,13 +46,15 @@ class Throughput:
             raise ValueError(f"no counter {counter!r} (one of {', '.join(COUNTERS)})")
         self.counter = counter
         self.components = components
-        self._seen: dict[tuple[str, _WorkerKey], tuple[float, float]] = {}  # (time, value)
+        # (time, value, pid) of the last report read of each component on each worker
+        self._seen: dict[tuple[str, _WorkerKey], tuple[float, float, int | None]] = {}
         self._rates: dict[tuple[str, _WorkerKey], float] = {}
         self._kept: set[tuple[str, _WorkerKey]] = set()  # rates kept once without a report
 
     def update(self, summary: TopologySummary) -> list[ComponentThroughput]:
         times = {(w.host, w.port): w.time for w in summary.workers if w.time is not None}
-        seen: dict[tuple[str, _WorkerKey], tuple[float, float]] = {}
+        pids = {(w.host, w.port): w.pid for w in summary.workers}
+        seen: dict[tuple[str, _WorkerKey], tuple[float, float, int | None]] = {}
         rates: dict[tuple[str, _WorkerKey], float] = {}
         kept: set[tuple[str, _WorkerKey]] = set()
         rows = []
@@ -69,12 +71,16 @@ class Throughput:
                 if at is None:
                     continue
                 value = dict(on_worker.values)[self.counter]
+                pid = pids.get((on_worker.host, on_worker.port))
                 previous = self._seen.get(key)
-                seen[key] = (at, value) if previous is None or at > previous[0] else previous
+                seen[key] = (at, value, pid) if previous is None or at > previous[0] else previous
                 if previous is None:
                     continue
-                then, before = previous
-                delta = value - before if value >= before else value  # restarted: from 0
+                then, before, pid_before = previous
+                # restarted (another process, or a count that went down): from 0. A
+                # new worker already past the old one's count was taken for growth.
+                restarted = value < before or (pid != pid_before and None not in (pid, pid_before))
+                delta = value if restarted else value - before
                 grown = (grown or 0) + int(delta)
                 if at > then:
                     rates[key] = delta / (at - then)
