@@ -42,9 +42,16 @@ class RefusalLog:
             return False
         suppressed = self._suppressed.pop(kind, 0)
         more = f" ({suppressed} more since the last report)" if suppressed else ""
+        if len(detail) > MAX_DETAIL:  # it may quote what a stranger sent: 10 MB lines
+            detail = f"{detail[:MAX_DETAIL]}... ({len(detail):,} characters)"
         self._logger.warning("%s: dropped %s%s", self._where, detail, more)
         self._last_logged[kind] = now
         return True
+
+
+#: Characters of a refusal's detail logged, at most (a data-plane audit: a 4 MB
+#: frame's repr made one log line of 10 MB).
+MAX_DETAIL = 300
 
 
 class ServerCounters:

@@ -31,6 +31,7 @@ backpressure, bounded memory first.
 
 from __future__ import annotations
 
+import reprlib
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -67,7 +68,7 @@ def decode_status(payload: bytes) -> tuple[int, frozenset[int], float | None]:
     except Exception as exc:
         raise MalformedStatus(f"backpressure status does not decode: {exc!r}") from None
     if type(status) is not list or len(status) < 2:
-        raise MalformedStatus(f"backpressure status is not [worker, [tasks], busy]: {status!r}")
+        raise MalformedStatus(f"backpressure status is not [worker, [tasks], busy]: {reprlib.repr(status)}")
     # Fields after these are for later versions: a peer running one keeps its throttles.
     worker, tasks = status[0], status[1]
     busy = status[2] if len(status) > 2 else None
@@ -76,7 +77,7 @@ def decode_status(payload: bytes) -> tuple[int, frozenset[int], float | None]:
         or not all(type(t) is int for t in tasks)
         or not (busy is None or (type(busy) in (int, float) and 0 <= busy <= 1))
     ):
-        raise MalformedStatus(f"backpressure status is not [worker, [tasks], busy]: {status!r}")
+        raise MalformedStatus(f"backpressure status is not [worker, [tasks], busy]: {reprlib.repr(status)}")
     return worker, frozenset(tasks), None if busy is None else float(busy)
 
 

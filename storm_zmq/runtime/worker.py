@@ -20,6 +20,7 @@ import math
 import os
 import queue
 import random
+import reprlib
 import signal
 import sys
 import threading
@@ -384,20 +385,20 @@ class WorkerState:
             receiver = self.assignment.task_component.get(target)
             to_acker = receiver == ACKER
             if not to_acker and (receiver is None or self.definition.components[receiver].kind != "spout"):
-                raise MalformedTuple(f"system stream {stream!r} for {receiver!r}, not an acker or spout")
+                raise MalformedTuple(f"system stream {reprlib.repr(stream)} for {receiver!r}, not an acker or spout")
             if stream == ACKER_INIT_STREAM_ID and (
                 component == ACKER or self.definition.components[component].kind != "spout"
             ):  # the acker would send the tree's completion to that task's process()
-                raise MalformedTuple(f"system stream {stream!r} from {component!r}, not a spout")
+                raise MalformedTuple(f"system stream {reprlib.repr(stream)} from {component!r}, not a spout")
             return None
         spec = self.definition.components.get(component)
         stream_def = spec.outputs.get(stream) if spec is not None else None
         if stream_def is None:
-            raise MalformedTuple(f"component {component!r} has no stream {stream!r}")
+            raise MalformedTuple(f"component {component!r} has no stream {reprlib.repr(stream)}")
         receiver = self.assignment.task_component.get(target)
         if (component, stream, receiver) not in self._subscriptions:
             raise MalformedTuple(
-                f"{receiver!r} does not subscribe to stream {stream!r} of {component!r}"
+                f"{receiver!r} does not subscribe to stream {reprlib.repr(stream)} of {component!r}"
             )
         known = (component, self.values_class(component, stream), len(stream_def.fields))
         self._checked_streams[(source, stream, target)] = known

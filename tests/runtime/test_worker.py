@@ -84,6 +84,9 @@ def test_a_remote_tuple_is_checked_by_its_stream_once_and_by_its_arity_always() 
         state.make_tuples(split, "default", None, [["dog"]], spout)  # the spout takes no words
     with pytest.raises(MalformedTuple, match="has no stream"):
         state.make_tuples(split, "nope", None, [["dog"]], count)
+    with pytest.raises(MalformedTuple, match="has no stream 'nnn") as caught:  # quoted short
+        state.make_tuples(split, "n" * 4_000_000, None, [["dog"]], count)
+    assert len(str(caught.value)) < 200
 
 
 def test_a_failed_worker_thread_makes_the_worker_die_with_its_traceback() -> None:
