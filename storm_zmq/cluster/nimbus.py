@@ -51,6 +51,7 @@ from typing import Any
 
 from storm_zmq.cluster.heartbeat import current_beats
 from storm_zmq.cluster.liveness import ChangeClock
+from storm_zmq.cluster.overview import transport_disagreements
 from storm_zmq.cluster.requests import apply_executors
 from storm_zmq.cluster.scheduler import NotEnoughSlots, Slot, choose_slots, free_slots, repair
 from storm_zmq.cluster.state import ClusterState
@@ -141,6 +142,7 @@ class Nimbus:
         self._uploads: ChangeClock[str] = ChangeClock()
         #: (topology, slot) of dead workers no free slot could take, said once
         self._said_stranded: set[tuple[str, Slot]] = set()
+        self._said_disagreements: list[str] = []  # transport_disagreements, as last said
 
     def run(self) -> int:
         self.state.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000)
@@ -207,6 +209,7 @@ class Nimbus:
                              if self._supervisors.is_fresh(sid, timeout, now)}
         all_slots = [Slot(sid, supervisors[sid]["host"], int(p))
                      for sid in alive_supervisors for p in supervisors[sid]["ports"]]
+        self._say_disagreements({sid: supervisors[sid] for sid in alive_supervisors})
         stored = {tid: self.state.get_assignment(tid) for tid in self.state.assignments()}
         used = {Slot(*s) for a in stored.values() if a for s in a["slots"]}
         topologies = self.state.topologies()
@@ -362,6 +365,18 @@ class Nimbus:
         assignment = dataclasses.replace(
             assignment, workers=tuple(WorkerSlot(s.host, s.port) for s in repaired))
         self.state.set_assignment(topology_id, stored_assignment(assignment, repaired, launched))
+
+    def _say_disagreements(self, supervisors: dict[str, Any]) -> None:
+        """Supervisors whose workers' transport settings differ, said when that
+        changes (`overview.transport_disagreements`)."""
+        said = transport_disagreements(supervisors)
+        if said and said != self._said_disagreements:
+            log.warning("supervisors give their workers different transport settings, which "
+                        "every worker of a topology must share (between hosts that differ, "
+                        "tuples are lost or a link stalls): %s; set them alike in every "
+                        "host's storm.yaml, or in a topology's config, which then wins on "
+                        "every host", "; ".join(said))
+        self._said_disagreements = said
 
     def _say_stranded(self, topology_id: str, slots: list[Slot], repaired: list[Slot],
                       alive: set[Slot]) -> None:

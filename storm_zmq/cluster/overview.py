@@ -210,3 +210,35 @@ def read_overview(state: Any, *, leaving_out: str | None = None,
     return cluster_overview(
         state.supervisors(), state.nimbuses(), state.leader(), assignments, names,
         now=clock())
+
+
+#: The transport settings every worker of a topology must share: the transport, and
+#: per transport its frame limit and authentication. A supervisor registers its own
+#: (`transport_settings`), and nimbus says when they differ (`transport_disagreements`).
+MUST_AGREE = ("storm.messaging.transport",
+              *(f"storm.messaging.{t}.{k}" for t in ("zmq", "tcp")
+                for k in ("max.frame.size", "curve", "authentication")))
+
+
+def transport_settings(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """A supervisor's `MUST_AGREE` settings, as it registers them."""
+    return {key: conf[key] for key in MUST_AGREE if key in conf}
+
+
+def transport_disagreements(supervisors: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Each `MUST_AGREE` setting the registered supervisors give their workers
+    differently, as "KEY: V (s1, s2), W (s3)". Between two hosts whose frame limits
+    differ, a worker lost its peer's larger frames on zmq, and on tcp the link
+    stalled, without a word (a data-plane audit); a topology that sets the key in
+    its own config gives every worker its value, wherever it runs."""
+    said = []
+    for key in MUST_AGREE:
+        holders: dict[str, list[str]] = {}
+        for sid, info in sorted(supervisors.items()):
+            settings = info.get("transport") or {}
+            if key in settings:
+                holders.setdefault(repr(settings[key]), []).append(sid)
+        if len(holders) > 1:
+            said.append(f"{key}: " + ", ".join(f"{value} ({', '.join(sids)})"
+                                               for value, sids in holders.items()))
+    return said

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from storm_zmq.cluster.logviewer import LogViewer, start_logviewer
+from storm_zmq.cluster.overview import transport_settings
 from storm_zmq.cluster.package import MARKER_NAME, unpack_package
 from storm_zmq.cluster.processes import (
     EXIT_FILE,
@@ -275,6 +276,8 @@ class Supervisor:
             # where `storm-zmq logs` finds the workers' logs (None: viewer off)
             "logviewer_port": self.logviewer.port if self.logviewer else None,
             "logs_dir": str(self.logs_dir),
+            # what every worker of a topology must share: nimbus says when hosts differ
+            "transport": transport_settings(self.conf),
         })
 
     def shutdown(self) -> None:

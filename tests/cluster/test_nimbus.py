@@ -172,6 +172,20 @@ def test_a_worker_whose_address_another_supervisor_registers_is_moved_there_when
     assert slots(state) == [["s1-new", "h1", 6700]]
 
 
+def test_supervisors_that_disagree_on_a_transport_setting_are_warned_about_once(
+        nimbus: Nimbus, caplog: pytest.LogCaptureFixture) -> None:
+    state, start = nimbus.state, time.time()
+    for sid, frame in (("s1", 1 << 24), ("s2", 1 << 20)):
+        state.register_supervisor(sid, {"host": "h" + sid[1:], "ports": [6700], "time": start,
+                                        "transport": {"storm.messaging.zmq.max.frame.size": frame}})
+    with caplog.at_level(logging.WARNING):
+        for elapsed in (0, 10):
+            nimbus.monitor(now=start + elapsed)
+    said = [r.getMessage() for r in caplog.records if "different transport settings" in r.getMessage()]
+    assert len(said) == 1, said
+    assert "storm.messaging.zmq.max.frame.size: 16777216 (s1), 1048576 (s2)" in said[0]
+
+
 def test_a_worker_on_a_port_its_supervisor_no_longer_has_is_moved(nimbus: Nimbus) -> None:
     # s1 restarted with other supervisor.slots.ports and stopped the worker on
     # 6700: its last heartbeat is still fresh, but nobody runs it any more

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from storm_zmq.cluster.overview import cluster_overview
+from storm_zmq.cluster.overview import cluster_overview, transport_disagreements, transport_settings
+from storm_zmq.config import DEFAULTS
 
 
 def supervisor(host: str, ports: list[Any], **info: Any) -> dict[str, Any]:
@@ -117,3 +118,17 @@ def test_slot_warnings_say_why_a_topology_would_wait() -> None:
     assert few.startswith("'wc' needs 3 worker slots and 2 of the cluster's 3 are free: it waits")
     (short,) = overview.slot_warnings("wc", 4)
     assert short.startswith("'wc' needs 4 worker slots and the cluster's supervisors have 3 in all")
+
+
+def test_supervisors_whose_workers_transport_settings_differ_are_named_by_setting() -> None:
+    # (a data-plane audit: between hosts whose max.frame.size differ, zmq lost the
+    # larger frames and a tcp link stalled, without a word)
+    alike = transport_settings(DEFAULTS)
+    assert alike["storm.messaging.zmq.max.frame.size"] == DEFAULTS["storm.messaging.zmq.max.frame.size"]
+    lower = {**alike, "storm.messaging.zmq.max.frame.size": 1 << 20}
+    supervisors = {"s1": {"transport": alike}, "s2": {"transport": lower},
+                   "s3": {"transport": alike}, "old": {}}  # (one of before the setting)
+    size = DEFAULTS["storm.messaging.zmq.max.frame.size"]
+    assert transport_disagreements(supervisors) == [
+        f"storm.messaging.zmq.max.frame.size: {size} (s1, s3), 1048576 (s2)"]
+    assert transport_disagreements({"s1": {"transport": alike}, "s3": {"transport": alike}}) == []
