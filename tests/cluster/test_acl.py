@@ -172,7 +172,8 @@ def test_a_cluster_with_acls_and_curve_delivers_and_keeps_its_secrets(
             assert launch["conf"]["storm.zookeeper.auth.payload"] == "topo:t0pol0gy"
             # and this supervisor's slot ports (where worker.cpu.pinning places them)
             assert launch["port"] in launch["conf"]["supervisor.slots.ports"]
-        wait_for(lambda: raw_client.get_children(f"{root}/workerbeats/{topology_id}"),
+        beats = f"{root}/workerbeats/{topology_id}"  # (made by the first heartbeat)
+        wait_for(lambda: raw_client.exists(beats) and raw_client.get_children(beats),
                  "heartbeats written with the topology's credentials")
     finally:
         cluster.stop_all()
