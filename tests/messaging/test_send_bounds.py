@@ -143,3 +143,45 @@ def test_a_tcp_server_out_of_descriptors_does_not_spin_and_says_why() -> None:
         peer.close()
         server.close()
         context.term()
+
+
+def test_a_tcp_peer_that_closes_on_a_frame_is_said_and_retried_with_backoff(
+    stop: threading.Event, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A data-plane audit: a peer whose max.frame.size is lower closes the connection
+    # on the frame's length prefix, and the sender wrote it again at once, for ever
+    # (3,013 reconnects in 30 s) without a word
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    accepted: list[int] = []
+
+    def refuse() -> None:
+        listener.settimeout(0.05)
+        while not stop.is_set():
+            try:
+                peer, _ = listener.accept()
+            except OSError:
+                continue
+            accepted.append(1)
+            peer.recv(4)  # the length prefix: too large, so closed
+            peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            peer.close()  # (a reset, as a refusing worker's close with data unread is)
+
+    refuser = threading.Thread(target=refuse, daemon=True)
+    refuser.start()
+    context = load_context(transport_conf("tcp", {
+        "send.timeout.ms": 3000, "buffer_size": 65536, "min_wait_ms": 100, "max_wait_ms": 1000,
+        "transfer.batch.size": 4 << 20}))
+    try:
+        client = context.connect(STORM_ID, "127.0.0.1", port)
+        with caplog.at_level("WARNING"), pytest.raises(SendTimeout):
+            client.send([TaskMessage(1, bytes(4 << 20))])  # larger than the socket buffers
+    finally:
+        stop.set()
+        refuser.join()
+        context.term()
+        listener.close()
+    said = [r.getMessage() for r in caplog.records if "closed the connection" in r.getMessage()]
+    assert len(said) == 1, said
+    assert "while a frame of 4194" in said[0] and "max.frame.size is lower" in said[0]
+    assert len(accepted) < 20, len(accepted)  # backed off: about 6 in 3 s, not hundreds
