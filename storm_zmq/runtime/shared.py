@@ -145,6 +145,12 @@ class BlockingWatch:
         self.idle = 0.0  # of those
         self.judged_share = 0.0  # idle share of the last window judged
 
+    def forget(self) -> None:
+        """Drop the window so far, unjudged: its turns spanned a stop of the whole
+        process (`WorkerState.stalled_since`), idle but for no fault of the code."""
+        self.watching = False
+        self.wall = self.idle = 0.0
+
     def record(self, wall: float, busy: float | None) -> bool:
         """One turn: its wall time, and its busy time if it was `watching`; True
         when the executor waits in its own code (judged over the window just ended)."""
@@ -353,7 +359,9 @@ class SharedExecutorThread(threading.Thread):
                         if self.handed_over is not None:
                             return True
                     wall = perf_counter() - started
-                    if watch.record(wall, busy_clock() - busy if timed else None):
+                    if self.state.stalled_since(self.step_started):
+                        watch.forget()  # the process was stopped: nobody's waiting
+                    elif watch.record(wall, busy_clock() - busy if timed else None):
                         self._give_own_thread(executor, watch)
                 if not worked:
                     wake.wait(self._idle_wait(running))

@@ -158,6 +158,11 @@ def _arity_error(values: Sequence[Any], stream: str, component: str, arity: int)
     )
 
 
+#: A gap this long in the worker's main loop (it runs every 50 ms or so) means the
+#: whole process was stopped or starved: time in it is nobody's to blame.
+STALL_SECS = 1.0
+
+
 class WorkerState:
     """What the threads of one worker share. Everything here is set up before any
     thread starts and read-only afterwards, except the queues and counters."""
@@ -212,6 +217,11 @@ class WorkerState:
         #: Why the worker dies: the first executor or I/O thread that failed.
         self.failures: list[Exception] = []
         self.failed = threading.Event()
+        # The main thread's loop, which runs every 50 ms or so: when it last ran, and
+        # when the last gap of more than STALL_SECS in it ended (the whole process was
+        # stopped, SIGSTOP or a paused VM, or starved): `stalled_since`.
+        self.main_loop_at: float | None = None  # (None: not looping yet)
+        self.stalled_until = 0.0
         #: The largest serialized tuple the transport carries to another worker, and
         #: the setting that says so (`Context.max_message_size`); None: no limit.
         self.max_payload: int | None = None
@@ -502,6 +512,15 @@ class WorkerState:
         self.failures.append(executor.failure)
         self.failed.set()
 
+    def stalled_since(self, moment: float) -> bool:
+        """Whether the process was stopped or starved after `moment` (or is: its main
+        loop has not run for STALL_SECS): a turn of a component's code that spans
+        that is not the component's waiting (a data-plane audit: a SIGSTOP of 20 s
+        moved the components it caught mid-turn to threads of their own)."""
+        looped = self.main_loop_at
+        return self.stalled_until > moment or (
+            looped is not None and time.monotonic() - looped > STALL_SECS)
+
     def thread_failed(self, name: str, exc: BaseException) -> None:
         """One of the worker's own threads (receive, send, backpressure) raised:
         without it the worker would go on looking alive while its tuples stop, so
@@ -675,6 +694,9 @@ class Worker:
                 return self._die()
             command = self.control.poll(0.05)
             now = time.monotonic()
+            if state.main_loop_at is not None and now - state.main_loop_at > STALL_SECS:
+                state.stalled_until = now  # its components' turns since are not judged
+            state.main_loop_at = now
             if command == "activate":
                 self._drained_before_stop = False
                 for executor in spouts:
@@ -819,7 +841,7 @@ class Worker:
         for runner in self._runners:
             if not isinstance(runner, SharedExecutorThread):
                 continue
-            stepping, since = runner.stepping, runner.step_started
+            stepping, since = runner.stepping, max(runner.step_started, self.state.stalled_until)
             held = now - since
             if stepping is None or held < HAND_OFF_SECS:
                 continue
@@ -874,7 +896,7 @@ class Worker:
             seen = calls.get(executor)
             if frame is None:
                 calls.pop(executor, None)
-            elif seen is None or seen[0] is not frame:
+            elif seen is None or seen[0] is not frame or self.state.stalled_since(seen[1]):
                 calls[executor] = (frame, now, now + HOLD_NOTICE_SECS)
             elif now >= seen[2]:
                 calls[executor] = (frame, seen[1], now + HOLD_NOTICE_REPEAT_SECS)

@@ -27,7 +27,7 @@ from storm_zmq.runtime.shared import (
     SharedExecutorThread,
     _pread_holding_the_lock,
 )
-from storm_zmq.runtime.worker import WorkerState
+from storm_zmq.runtime.worker import STALL_SECS, WorkerState
 from tests.runtime.wordcount_state import word_count_state
 
 ONE_EACH = {"split_bolt": (1, 1), "count_bolt": (1, 1)}
@@ -329,6 +329,31 @@ def test_the_busy_clock_reads_the_run_queue_time_holding_the_lock_or_else_with_o
         assert clock() >= time.process_time() - 0.01
     finally:
         clock.close()
+
+
+def test_a_window_over_a_stop_of_the_whole_process_is_forgotten_not_judged() -> None:
+    # (a data-plane audit: a SIGSTOP of 20 s made the components caught mid-turn
+    # look as if they waited in their code, and they were moved to threads of their own)
+    watch = BlockingWatch()
+    watch.record(0.03, None)
+    watch.record(20.0, 0.0)  # the turn the stop fell in
+    watch.forget()
+    assert not watch.watching
+    watch.record(0.03, None)
+    turns = int(WATCH_WINDOW / 0.03) + 1
+    verdicts = [watch.record(0.03, 0.025) for _ in range(turns)]  # computing again
+    assert not any(verdicts) and watch.judged_share < IDLE_SHARE
+
+
+def test_a_worker_knows_it_was_stopped_by_the_gaps_in_its_main_loop() -> None:
+    state = word_count_state({}, ONE_EACH)
+    assert not state.stalled_since(0.0), "before its main loop runs: never"
+    state.main_loop_at = time.monotonic()
+    assert not state.stalled_since(0.0)
+    state.main_loop_at -= 2 * STALL_SECS  # its main loop has not run since: stopped now
+    assert state.stalled_since(time.monotonic())
+    state.main_loop_at, state.stalled_until = time.monotonic(), 50.0  # a stop that ended at 50
+    assert state.stalled_since(49.0) and not state.stalled_since(51.0)
 
 
 def test_an_executor_that_waits_leaves_for_a_thread_of_its_own_and_the_rest_go_on() -> None:

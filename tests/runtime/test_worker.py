@@ -242,7 +242,7 @@ def test_a_component_holding_the_shared_thread_is_named_with_where_it_is(
     blocked = threading.Thread(target=process_that_blocks)
     blocked.start()
     runner._ident = blocked.ident  # type: ignore[attr-defined]  # where it runs: that thread
-    worker = types.SimpleNamespace(_runners=[runner], _hold_said={})
+    worker = types.SimpleNamespace(_runners=[runner], _hold_said={}, state=state)
     runner.move_others_off = lambda executor: False  # type: ignore[method-assign]  # as with one executor
     try:
         runner.stepping, runner.step_started = count, 100.0
@@ -255,6 +255,13 @@ def test_a_component_holding_the_shared_thread_is_named_with_where_it_is(
             Worker._say_who_holds_the_thread(  # type: ignore[arg-type]
                 worker, 100.0 + HOLD_NOTICE_SECS + HOLD_NOTICE_REPEAT_SECS)
         first, again = (r.getMessage() for r in caplog.records)
+        caplog.clear()
+        # a stop of the whole process (SIGSTOP) that ended at 105 is not its holding
+        runner.step_started, worker._hold_said, state.stalled_until = 100.0, {}, 105.0
+        with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.worker"):
+            Worker._say_who_holds_the_thread(worker, 100.0 + HOLD_NOTICE_SECS + 1)  # type: ignore[arg-type]
+        assert not caplog.records, "held 6 s since the stop, not 11"
+        state.stalled_until = 0.0
         assert first.startswith("component 'count_bolt' (tasks ") and "own code for 10 s" in first
         assert "test_worker.py:" in first and "in process_that_blocks" in first
         assert "wait for it (__acker, sentence_spout, split_bolt)" in first
@@ -370,7 +377,7 @@ def test_a_component_blocked_in_a_thread_of_its_own_is_named_and_a_poller_is_not
         by_name[name].is_alive = lambda: True  # type: ignore[method-assign]
     runners = [by_name[name] for name in threads]
     worker = types.SimpleNamespace(_executor_threads=lambda: runners, _own_calls={},
-                                   _next_own_check=0.0)
+                                   _next_own_check=0.0, state=state)
     try:
         with caplog.at_level(logging.WARNING, logger="storm_zmq.runtime.worker"):
             for now in range(100, 100 + int(HOLD_NOTICE_SECS + HOLD_NOTICE_REPEAT_SECS) + 1):
