@@ -692,9 +692,12 @@ class Worker:
         while True:
             if state.failed.is_set():
                 return self._die()
+            # a wait of 50 ms that took over STALL_SECS: the process was stopped (the
+            # loop's own work, a report of many executors say, is not counted)
+            state.main_loop_at = polled_at = time.monotonic()
             command = self.control.poll(0.05)
             now = time.monotonic()
-            if state.main_loop_at is not None and now - state.main_loop_at > STALL_SECS:
+            if now - polled_at > STALL_SECS:
                 state.stalled_until = now  # its components' turns since are not judged
             state.main_loop_at = now
             if command == "activate":
