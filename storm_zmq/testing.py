@@ -86,7 +86,7 @@ class _RecordingCollector:
         if not declared:  # a worker drops it with a warning, as Storm 1.x did
             log.warning("component %r emitted on stream %r, but it declares no streams (no "
                         "`outputs`): a worker drops such emits", h.name, stream)
-            h.emits.append(Emit(list(values), stream, list(anchors or []), tup_id, direct_task))
+            h._record(Emit(list(values), stream, list(anchors or []), tup_id, direct_task))
             return [] if need_task_ids else None
         if stream not in declared:
             raise ValueError(f"emit on stream {stream!r}, which the component does not declare "
@@ -117,7 +117,7 @@ class _RecordingCollector:
         for anchor in anchors:  # as a worker refuses it (with acking on)
             if anchor is not None and not isinstance(anchor, Tuple) and h.input_of(anchor) is anchor:
                 raise not_a_tuple_id(h.name, "emit anchored to", anchor, " (anchors=[tup])")
-        h.emits.append(Emit(list(values), stream, anchors, tup_id, direct_task))
+        h._record(Emit(list(values), stream, anchors, tup_id, direct_task))
         if not need_task_ids:
             return None
         if dropped:
@@ -164,6 +164,10 @@ class _Harness:
         self.output_fields = {s: tuple(stream.fields) for s, stream in outputs.items()}
         self.direct_streams = {s for s, stream in outputs.items() if stream.direct}
         self.emits: list[Emit] = []
+        # every tup_id emitted with, a test's clearing of `emits` aside (`_was_emitted`);
+        # a list or a dict, which a worker carries too, in the list
+        self._emitted_ids: set[Any] = set()
+        self._emitted_unhashable_ids: list[Any] = []
         self.acked: list[Any] = []
         self.failed: list[Any] = []
         self.errors: list[tuple[BaseException, Tuple | None]] = []
@@ -197,6 +201,15 @@ class _Harness:
         """What `ack`/`fail` were given, as the input Tuple when it is an input's id
         (they take either, as in pystorm), so `acked == inputs` holds for both."""
         return tup
+
+    def _record(self, emit: Emit) -> None:
+        """Keep an emit, and its tup_id for `SpoutHarness._was_emitted`."""
+        self.emits.append(emit)
+        if emit.tup_id is not None:
+            try:
+                self._emitted_ids.add(emit.tup_id)
+            except TypeError:
+                self._emitted_unhashable_ids.append(emit.tup_id)
 
     def _call(self, method: Callable[..., Any], *args: Any, tup: Tuple | None = None) -> None:
         """`method(*args)` as an executor calls it: what it raises propagates, unless
@@ -312,11 +325,6 @@ class SpoutHarness(_Harness):
 
     def __init__(self, spout_cls: type[Spout], conf: dict[str, Any] | None = None,
                  name: str = "spout", task: int = 1, context: dict[str, Any] | None = None) -> None:
-        # the tup_ids of `emits[:_ids_read]`, for `_was_emitted` (unhashable ones listed)
-        self._ids: set[Any] = set()
-        self._unhashable_ids: list[Any] = []
-        self._ids_read = 0
-        self._last_read: Emit | None = None
         super().__init__(spout_cls, conf, name, task, context)
         self.activate()
 
@@ -345,25 +353,13 @@ class SpoutHarness(_Harness):
         self._call(self.component.deactivate)
 
     def _was_emitted(self, tup_id: Any) -> bool:
-        """Whether an emit had `tup_id`, reading only the emits new since the last
-        call: a scan of every emit per ack took a test of a 50,000-row partition
+        """Whether the spout emitted with `tup_id`, looked up in the ids `_record`
+        kept: a scan of every emit per ack took a test of a 50,000-row partition
         452 s (a Spark audit)."""
-        emits, read = self.emits, self._ids_read
-        if read and (len(emits) < read or emits[read - 1] is not self._last_read):
-            self._ids, self._unhashable_ids, self._ids_read = set(), [], 0  # the test cleared them
-        for emit in emits[self._ids_read:]:
-            try:
-                self._ids.add(emit.tup_id)
-            except TypeError:  # a list or a dict: ids a worker carries too
-                self._unhashable_ids.append(emit.tup_id)
-        self._ids_read = len(emits)
-        self._last_read = emits[-1] if emits else None
         try:
-            if tup_id in self._ids:
-                return True
+            return tup_id in self._emitted_ids
         except TypeError:
-            pass
-        return tup_id in self._unhashable_ids
+            return tup_id in self._emitted_unhashable_ids
 
     def _check_emitted(self, tup_id: Any, what: str) -> None:
         """A worker acks and fails only ids the spout emitted with (its acker never

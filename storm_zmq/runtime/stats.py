@@ -194,7 +194,7 @@ class RunStats:
         return ordered[-1][0]
 
     def _samples_said(self) -> str:
-        seen, kept = self.latency_samples_seen, len(self.latencies_ms)
+        seen, kept = self.latency_samples_seen, len(self._latencies)
         if seen <= kept:
             return f"{kept:,} samples"
         return f"{kept:,} samples standing for the {seen:,} tuple trees completed over the run"
