@@ -79,6 +79,16 @@ def test_two_supervisors_on_one_host_do_not_pin_two_workers_to_one_cpu(
             assert _process_cpus(pid) == _process_cpus(os.getpid())
 
 
+def _only_workers_under(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The supervisor counts the workers running on the machine (their launch files):
+    here only those the test started, not another test's running beside it."""
+    from storm_zmq.cluster import processes
+
+    everywhere = processes.worker_processes
+    monkeypatch.setattr(processes, "worker_processes", lambda: [
+        worker for worker in everywhere() if worker[3].is_relative_to(tmp_path)])
+
+
 class _Registrations:
     """Stands in for ClusterState: the supervisors' registrations only."""
 
@@ -97,6 +107,7 @@ def test_a_worker_pinned_before_its_hosts_other_supervisor_started_is_named(
     from storm_zmq.config import DEFAULTS
 
     monkeypatch.setattr(module.os, "sched_getaffinity", lambda _pid: {0, 1})
+    _only_workers_under(tmp_path, monkeypatch)
     conf = {**DEFAULTS, "storm.local.dir": str(tmp_path), "supervisor.slots.ports": [6710]}
     s2 = module.Supervisor(conf)
     here = {s2.id: {"hostname": s2.machine, "ports": [6710]}}
@@ -119,7 +130,7 @@ def test_a_worker_pinned_before_its_hosts_other_supervisor_started_is_named(
 
 
 def test_a_stopped_supervisors_running_workers_keep_their_slots_in_the_count(
-        tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
+        tmp_path: Path, started: list[subprocess.Popen[bytes]], monkeypatch: pytest.MonkeyPatch) -> None:
     # s1 stopped (not registered) and left its worker running, pinned to the first
     # CPU as slot 1 of 2. s2 now launches a worker: counting only the registered
     # supervisors, it was slot 1 of 1, on that same CPU, while the other sat idle
@@ -127,6 +138,7 @@ def test_a_stopped_supervisors_running_workers_keep_their_slots_in_the_count(
     from storm_zmq.cluster import supervisor as module
     from storm_zmq.config import DEFAULTS
 
+    _only_workers_under(tmp_path, monkeypatch)
     directory = tmp_path / "s1" / "workers" / "T-1-6700"
     stand_in(started, directory)
     (directory / "launch.json").write_text(json.dumps(
