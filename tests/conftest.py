@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import random
 import signal
 import subprocess
 import sys
 import tempfile
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import pytest
 
@@ -54,31 +55,79 @@ def _locked(name: str, operation: int) -> Iterator[IO[str]]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-@contextlib.contextmanager
-def _machine_share(alone: bool) -> Iterator[None]:
+def _is_serial(item: pytest.Item | None) -> bool:
+    return item is not None and item.get_closest_marker("serial") is not None
+
+
+class _MachineShare:
     """When pytest-xdist runs the suite in several processes (scripts/test.sh), a test
     marked ``serial`` has the machine to itself: it measures CPU time, rates or
     timing windows that a test running beside it would skew. Every test holds a
     shared lock while it runs, a serial one the exclusive lock; the `gate` lets a
     serial test waiting for the running ones keep new ones from starting meanwhile.
-    In one process nothing is locked."""
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        yield
-        return
-    if alone:
-        with _locked("gate", fcntl.LOCK_EX), _locked("machine", fcntl.LOCK_EX):
+
+    A serial test followed by another keeps the machine for it: the other
+    processes wait once for the run of them (pytest_collection_modifyitems puts
+    them first, so that one process gets them all), not once each, each wait being
+    the longest test running beside it (these waits, each serial test's alone,
+    came to a quarter of the processes' time: docs/benchmarks.md, session 36). In one process nothing is locked."""
+
+    def __init__(self) -> None:
+        self._alone: contextlib.ExitStack | None = None
+
+    @contextlib.contextmanager
+    def running(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+        if "PYTEST_XDIST_WORKER" not in os.environ:
             yield
+            return
+        if _is_serial(item):
+            if self._alone is None:
+                with contextlib.ExitStack() as alone:
+                    alone.enter_context(_locked("gate", fcntl.LOCK_EX))
+                    alone.enter_context(_locked("machine", fcntl.LOCK_EX))
+                    self._alone = alone.pop_all()
+            try:
+                yield
+            finally:
+                if not _is_serial(nextitem):
+                    self._alone.close()
+                    self._alone = None
+            return
+        with contextlib.ExitStack() as held:
+            with _locked("gate", fcntl.LOCK_EX):
+                held.enter_context(_locked("machine", fcntl.LOCK_SH))
+            yield
+
+
+_machine = _MachineShare()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The order pytest-xdist's processes take the tests in. It sends each process
+    its first share in order (a quarter of its part), then more as it runs low, in
+    shares of as many tests as a quarter of what is left allows. First come the
+    serial tests: the first process gets them all and runs them one after another,
+    holding the machine throughout (_MachineShare). Then tests/spark, most of it in
+    that first share too, so that one SparkSession (tests/spark/conftest.py)
+    serves it. The rest are shuffled, always alike (every process must collect the
+    same order): in the files' order, a late share of tests/scripts or of the
+    local runs took a minute where a share of unit tests took a second, and the
+    run waited for it (session 36: 45 s of one process alone at the end)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
         return
-    with contextlib.ExitStack() as held:
-        with _locked("gate", fcntl.LOCK_EX):
-            held.enter_context(_locked("machine", fcntl.LOCK_SH))
-        yield
+    spark = Path(__file__).parent / "spark"
+    serial = [item for item in items if _is_serial(item)]
+    sparks = [item for item in items if not _is_serial(item) and item.path.is_relative_to(spark)]
+    first = set(serial + sparks)
+    rest = [item for item in items if item not in first]
+    random.Random(36).shuffle(rest)
+    items[:] = serial + sparks + rest
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: Any) -> Generator[None, None, None]:
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
     # outermost (tryfirst): the wait for a serial test is not counted by pytest-timeout
-    with _machine_share(alone=item.get_closest_marker("serial") is not None):
+    with _machine.running(item, nextitem):
         yield
 
 
