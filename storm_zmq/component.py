@@ -14,7 +14,7 @@ import os
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from storm_zmq.topology.errors import TopologyError
 from storm_zmq.topology.spec import ComponentSpec
@@ -115,6 +115,19 @@ def _log_level(level: Any) -> int:
     return logging.INFO
 
 
+ComponentT = TypeVar("ComponentT", bound="Component")
+
+
+def new_component(cls: type[ComponentT], collector: Collector | None, name: str, task: int) -> ComponentT:
+    """An instance of a user's component class, made as streamparse makes it:
+    ``cls()``, with no arguments (streamparse's run.py), so that an ``__init__(self)``
+    that calls ``super().__init__()`` works; then attached to its collector, name and
+    task, before `initialize`."""
+    component = cls()
+    Component._attach(component, collector, name, task)
+    return component
+
+
 class Component:
     """Base of spouts and bolts. Subclasses set `outputs` (field names for the
     default stream, or `Stream` objects) and override the hooks."""
@@ -127,17 +140,24 @@ class Component:
     _kind = "component"
 
     def __init__(self, collector: Collector | None = None, name: str = "", task: int = 0) -> None:
-        self._collector = collector
-        self.component_name = name
-        self.task_id = task
-        self.logger = logging.getLogger(f"storm_zmq.component.{name or type(self).__name__}")
+        self._attach(collector, name, task)
         # pystorm's instance attributes; the conf and context ones are set by
         # _setup_component, before initialize()
-        self.pid = os.getpid()
         self.topology_name: str = ""
         self.debug = False
         self.storm_conf: dict[str, Any] = {}
         self.context: dict[str, Any] = {}
+
+    def _attach(self, collector: Collector | None, name: str, task: int) -> None:
+        """Where the component's emits, acks and errors go, and who it is: set by
+        `__init__` for a component made by hand, and by `new_component` after a
+        subclass's own `__init__` took no arguments. The collector's attribute name
+        is one no pystorm component uses for its own things."""
+        self._storm_zmq_collector = collector
+        self.component_name = name
+        self.task_id = task
+        self.logger = logging.getLogger(f"storm_zmq.component.{name or type(self).__name__}")
+        self.pid = os.getpid()
 
     @staticmethod
     def is_heartbeat(tup: Tuple) -> bool:
@@ -179,9 +199,9 @@ class Component:
     def raise_exception(self, exception: BaseException, tup: Tuple | None = None) -> None:
         """Report an error to Storm (pystorm API, its argument names) without
         raising it here."""
-        if self._collector is None:
+        if self._storm_zmq_collector is None:
             raise _not_running(self)
-        self._collector.report_error(exception, tup)
+        self._storm_zmq_collector.report_error(exception, tup)
 
     def log(self, message: str, level: str | int | None = None) -> None:
         """pystorm's log(); prefer `self.logger`. `level` is one of pystorm's names,
@@ -263,9 +283,9 @@ class Spout(Component):
         need_task_ids: bool = False,
     ) -> list[int] | None:
         """Emit a tuple; with a `tup_id` it is tracked and `ack`/`fail` follow."""
-        if self._collector is None:
+        if self._storm_zmq_collector is None:
             raise _not_running(self)
-        return self._collector.emit(tup, stream, None, direct_task, need_task_ids, tup_id)
+        return self._storm_zmq_collector.emit(tup, stream, None, direct_task, need_task_ids, tup_id)
 
     def emit_many(
         self,
@@ -288,9 +308,9 @@ class Spout(Component):
     def report_exhausted(self) -> None:
         """Say that this spout will emit nothing more. `storm-zmq run` stops by
         itself once every spout task said so and its pending tuples completed."""
-        if self._collector is None:
+        if self._storm_zmq_collector is None:
             raise _not_running(self)
-        self._collector.report_exhausted()
+        self._storm_zmq_collector.report_exhausted()
 
 
 def _not_running(component: Component) -> RuntimeError:
@@ -408,11 +428,11 @@ class Bolt(Component):
         direct_task: int | None = None,
         need_task_ids: bool = False,
     ) -> list[int] | None:
-        if self._collector is None:
+        if self._storm_zmq_collector is None:
             raise _not_running(self)
         if anchors is None:
             anchors = self._auto_anchors()
-        return self._collector.emit(tup, stream, anchors, direct_task, need_task_ids)
+        return self._storm_zmq_collector.emit(tup, stream, anchors, direct_task, need_task_ids)
 
     def emit_many(
         self,
@@ -455,14 +475,14 @@ class Bolt(Component):
         return True
 
     def ack(self, tup: Tuple) -> None:
-        if self._collector is None:
+        if self._storm_zmq_collector is None:
             raise _not_running(self)
-        self._collector.ack(tup)
+        self._storm_zmq_collector.ack(tup)
 
     def fail(self, tup: Tuple) -> None:
-        if self._collector is None:
+        if self._storm_zmq_collector is None:
             raise _not_running(self)
-        self._collector.fail(tup)
+        self._storm_zmq_collector.fail(tup)
 
     # -- called by the executor -------------------------------------------------------
 

@@ -51,6 +51,7 @@ from storm_zmq.component import (
     TicklessBatchingBolt,
     Tuple,
     check_emitted_values,
+    new_component,
     report_and_carry_on,
 )
 from storm_zmq.config import DEFAULTS
@@ -180,7 +181,7 @@ class _Harness:
         self.try_serialize = bool(conf[TRY_SERIALIZE])
         self.copies = bool(conf["topology.copy.emitted.values"])
         self.codec = load_codec(conf)  # with the types conf's topology.kryo.register names
-        self.component = component_cls(collector=_RecordingCollector(self), name=name, task=task)
+        self.component = new_component(component_cls, _RecordingCollector(self), name, task)
         # a worker's context (WorkerState.context_for) for a topology of this one task;
         # `context` adds to it or replaces it, e.g. a bigger "task->component"
         given_context = context

@@ -65,6 +65,27 @@ class IdSpout(Spout):
         self.calls.append(("fail", tup_id))
 
 
+class PlainInitBolt(Bolt):
+    """As streamparse's examples write a bolt with state of its own."""
+
+    outputs = ["v"]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._collector: list[Any] = []  # the bolt's own; pystorm leaves the name free
+
+    def process(self, tup: Tuple) -> None:
+        self._collector.append(tup.values[0])
+        self.emit([tup.values[0]])
+
+
+def test_a_bolt_whose_init_takes_no_arguments_runs_with_attributes_of_its_own() -> None:
+    h = BoltHarness(PlainInitBolt)
+    tup = h.process(["a"])
+    assert h.emitted_values() == [["a"]] and h.acked == [tup]
+    assert h.component._collector == ["a"]
+
+
 def test_emitted_values_filters_by_stream() -> None:
     h = BoltHarness(EchoBolt)
     h.process(["a"])
@@ -86,7 +107,7 @@ def test_emits_are_recorded_as_emit_records_with_lists() -> None:
 
 def test_refused_emits_are_not_recorded() -> None:
     h = BoltHarness(EchoBolt)
-    collector = h.component._collector
+    collector = h.component._storm_zmq_collector
     with pytest.raises(ValueError, match="'nope'"):
         collector.emit(["x"], "nope")
     with pytest.raises(ValueError, match="'pairs'"):

@@ -355,7 +355,7 @@ class StoppedCollector:
 
     def take_over(self, component: Any) -> None:
         """Become `component`'s collector, and its bound `emit`/`ack` (TaskCollector.bind)."""
-        component._collector = self
+        component._storm_zmq_collector = self
         own = vars(component)
         for name in ("emit", "ack"):
             if name in own and getattr(own[name], "__self__", None).__class__ is TaskCollector:

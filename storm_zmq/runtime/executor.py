@@ -31,7 +31,7 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from storm_zmq.component import Bolt, Spout, Tuple, report_and_carry_on
+from storm_zmq.component import Bolt, Spout, Tuple, new_component, report_and_carry_on
 from storm_zmq.messaging.base import TaskMessage
 from storm_zmq.runtime.acking import (
     ACKER_ACK_STREAM_ID,
@@ -281,7 +281,7 @@ class Executor(threading.Thread):
             component.initialize(conf, context)
 
     def _instantiate(self, spec: Any, collector: TaskCollector, task: int) -> Any:
-        component = spec.component_cls(collector=collector, name=self.component, task=task)
+        component = new_component(spec.component_cls, collector, self.component, task)
         collector.bind(component)
         return component
 

@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from storm_zmq.component import Spout
+from storm_zmq.component import Spout, new_component
 from storm_zmq.spark.fetch import FETCH_MODES, make_fetcher
 from storm_zmq.spark.ledger import (
     PartitionLedger,
@@ -684,7 +684,7 @@ def _columns_from_spark(cls: type[SparkSpout], config: dict[str, Any]) -> list[s
     conf = {**config, "spark.master": "local[1]", "spark.ui.enabled": False}
     spark, created = build_session(conf, f"storm-zmq columns of {cls.__name__}", who)
     try:
-        spout = cls(collector=None, name=cls.__name__, task=0)
+        spout = new_component(cls, None, cls.__name__, 0)
         spout.storm_conf = config
         spout.task_index, spout.task_count = 0, 1
         df = _call_source(spout, spark, f"{who} (learning its output fields; declare `outputs` "

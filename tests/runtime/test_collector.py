@@ -33,8 +33,8 @@ def test_a_bolt_gets_its_collectors_emit_and_ack_unless_it_overrides_them() -> N
     _, executors = one_worker(acking=False)
     split = executors["split_bolt"]
     (task, component), = split.components.items()
-    assert component.emit.__self__ is component._collector  # bound straight to the collector
-    assert component.ack.__self__ is component._collector
+    assert component.emit.__self__ is component._storm_zmq_collector  # bound straight to the collector
+    assert component.ack.__self__ is component._storm_zmq_collector
 
     calls = []
 
@@ -48,7 +48,7 @@ def test_a_bolt_gets_its_collectors_emit_and_ack_unless_it_overrides_them() -> N
         def process(self, tup: Tuple) -> None:
             self.emit([tup.values[0]])
 
-    collector = component._collector
+    collector = component._storm_zmq_collector
     bolt = Overriding(collector=collector, name="split_bolt", task=task)
     collector.bind(bolt)
     assert bolt.emit.__func__ is Overriding.emit  # an override is kept ...
@@ -81,7 +81,7 @@ def test_the_bound_emit_takes_pystorms_names_and_the_default_stream_spellings() 
     assert [t.values.word for _, t in taken(state, count.index)] == ["a", "b", "c"]
     with pytest.raises(ValueError, match="'nope'"):
         component.emit(["d"], stream="nope")
-    component.emit(component._collector._default_route.values_cls("e"))  # a namedtuple is a tuple
+    component.emit(component._storm_zmq_collector._default_route.values_cls("e"))  # a namedtuple is a tuple
     with pytest.raises(TypeError, match="component 'split_bolt' emitted a str: a tuple's values"):
         component.emit("f")
     with pytest.raises(ValueError, match="component 'split_bolt' emitted 2 values on stream "
@@ -92,7 +92,7 @@ def test_the_bound_emit_takes_pystorms_names_and_the_default_stream_spellings() 
 def test_an_emit_on_the_default_stream_a_component_does_not_declare_names_it() -> None:
     _, executors = one_worker(acking=False)
     (count,) = executors["count_bolt"].components.values()
-    count._collector._default_route = None  # as for a component whose outputs have no default
+    count._storm_zmq_collector._default_route = None  # as for a component whose outputs have no default
     with pytest.raises(ValueError, match="emitted on stream 'default', which it does not declare"):
         count.emit(["w", 1])
 
@@ -108,7 +108,7 @@ def test_a_component_that_declares_no_streams_has_its_emits_dropped_and_said_onc
     (spout,) = spout_executor.components.values()
     (count,) = executors["count_bolt"].components.values()
     for component in (spout, count):  # as for a component without `outputs`
-        component._collector._routes, component._collector._default_route = {}, None
+        component._storm_zmq_collector._routes, component._storm_zmq_collector._default_route = {}, None
     with caplog.at_level(logging.WARNING):
         assert count.emit(["w", 1]) is None
         assert count.emit(["w", 2], stream="other", need_task_ids=True) == []
@@ -123,7 +123,7 @@ def test_a_component_that_declares_no_streams_has_its_emits_dropped_and_said_onc
     assert spout_executor._deferred_acks == [(spout.task_id, "s1")]  # acked at once: nobody subscribes
     assert executors["count_bolt"].emitted == 0 and not executors["count_bolt"]._buffered
     with pytest.raises(TypeError, match="a bolt's emit\\(\\) takes no tup_id"):
-        count._collector.emit(["w"], tup_id=1)
+        count._storm_zmq_collector.emit(["w"], tup_id=1)
 
 
 def test_a_bolt_emit_with_a_tup_id_is_refused_as_bolt_emit_would() -> None:

@@ -295,8 +295,8 @@ def test_a_batching_bolt_with_exit_on_exception_off_goes_on_after_a_batch_raised
     state, executors = one_worker(acking=False)
     count = executors["count_bolt"]
     (task, old) = next(iter(count.components.items()))
-    bolt = bolt_cls(collector=old._collector, name="count_bolt", task=task)
-    old._collector.bind(bolt)
+    bolt = bolt_cls(collector=old._storm_zmq_collector, name="count_bolt", task=task)
+    old._storm_zmq_collector.bind(bolt)
     count.components[task] = bolt
     count._tickless = [(task, bolt)] if bolt_cls is TicklessBatches else []
     count._tick_secs = 1
@@ -326,8 +326,8 @@ def test_the_time_of_a_batching_bolts_batches_counts_as_busy(bolt_cls: type[Batc
         def process_batch(self, key: Any, tups: list[Tuple]) -> None:
             time.sleep(0.05)  # the work whose time is measured, not a synchronisation
 
-    bolt = Slow(collector=old._collector, name="count_bolt", task=task)
-    old._collector.bind(bolt)
+    bolt = Slow(collector=old._storm_zmq_collector, name="count_bolt", task=task)
+    old._storm_zmq_collector.bind(bolt)
     count.components[task] = bolt
     count._tickless = [(task, bolt)] if bolt_cls is TicklessBatches else []
     count._tick_secs = 1
@@ -360,8 +360,8 @@ def test_a_bolt_that_acks_its_own_way_runs_each_tuple_through_run_process() -> N
             acks.append(tup.values.word)
             super().ack(tup)
 
-    loud = AcksLoudly(collector=bolt._collector, name="count_bolt", task=bolt.task_id)
-    bolt._collector.bind(loud)
+    loud = AcksLoudly(collector=bolt._storm_zmq_collector, name="count_bolt", task=bolt.task_id)
+    bolt._storm_zmq_collector.bind(loud)
     loud.initialize({}, None)
     count.components[bolt.task_id] = loud
     assert not count._acks_inline()
@@ -598,7 +598,7 @@ def test_a_tracked_run_larger_than_the_transport_carries_is_split_with_its_roots
     state, split, _, count = two_workers(max_payload=60)
     (split_task,) = split.assignment.tasks
     remote = count.assignment.tasks[0]
-    route = split.components[split_task]._collector._default_route
+    route = split.components[split_task]._storm_zmq_collector._default_route
     ids: list[Any] = [TupleId({100 + i: 5}) for i in range(30)]
     if kind == "mixed":  # untracked, one tree, two trees
         ids = [None if i % 3 == 0 else TupleId({100 + i: 5}) if i % 3 == 1
@@ -630,7 +630,7 @@ def test_an_anchored_emit_to_both_workers_loses_no_copy_when_the_buffer_fills_mi
     (split_task,) = split.assignment.tasks
     remote = count.assignment.tasks[0]
     (local,) = [t for t in state.assignment.component_tasks["count_bolt"] if t != remote]
-    route = split.components[split_task]._collector._default_route
+    route = split.components[split_task]._storm_zmq_collector._default_route
     anchor = sentence(state, "a b", TupleId({7: 0x70}))
     split._max_buffered = 1  # the first copy fills the output
     split._deliver_anchored(split_task, route, ("w",), [anchor], [remote, local])

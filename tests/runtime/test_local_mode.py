@@ -104,6 +104,21 @@ def test_tuples_failed_or_timed_out_are_replayed_until_all_arrive(
     assert duplicates <= failures  # at-least-once: duplicates only from replays
 
 
+def test_components_made_as_streamparse_makes_them_with_attributes_of_their_own(tmp_path: Path) -> None:
+    """An ``__init__(self)`` calling ``super().__init__()``, as streamparse's
+    examples write it (streamparse makes a component with ``cls()``), and a
+    ``_collector`` of the component's own, a name pystorm leaves free: the run
+    delivers and acks every id."""
+    count = 300
+    result = run("plain_init.py", tmp_path, "-o", f"test.count={count}", workers=2)
+    assert result.returncode == 0, result.stderr
+    spouts = outputs(tmp_path, "spout")
+    assert sorted(i for s in spouts.values() for i in s["acked"]) == list(range(count))
+    assert sum(s["acked"] for s in outputs(tmp_path, "plain-spout").values()) == count
+    assert sorted(i for seen in outputs(tmp_path, "plain-bolt").values() for i in seen) == list(range(count))
+    assert sorted(i for seen in outputs(tmp_path, "sink").values() for i in seen) == list(range(count))
+
+
 def test_groupings_ticks_direct_all_and_global(tmp_path: Path) -> None:
     count = 60
     result = run("groupings.py", tmp_path, "-o", f"test.count={count}", workers=2)
