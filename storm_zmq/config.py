@@ -393,15 +393,22 @@ ORDERED_PAIRS: tuple[tuple[str, str], ...] = (
 
 #: Known keys a component's own ``config`` may set: its executors read them with the
 #: component's config on top (`WorkerState.component_conf`). Storm honours the same
-#: few (its executor drops every other Storm key from a component's config); the
-#: error throttle's are ours. Every other known key is read once per worker or
-#: topology, so a component's value of it is not used (`validate_topology_conf`
-#: says so); unknown (user) keys reach the component's `initialize` as they are.
+#: few (its executor drops every other Storm key from a component's config) but for
+#: the error throttle's and topology.copy.emitted.values, which are ours. Every other
+#: known key is read once per worker or topology, so a component's value of it is not
+#: used (`validate_topology_conf` says so) unless it joins the topology's
+#: (`JOINS_THE_TOPOLOGYS`); unknown (user) keys reach the component's `initialize` as
+#: they are.
 PER_COMPONENT_KEYS = frozenset({
     "topology.debug", "topology.max.spout.pending", "topology.max.task.parallelism",
     "topology.tick.tuple.freq.secs", "topology.max.error.report.per.interval",
     "topology.error.throttle.interval.secs", "topology.copy.emitted.values",
 })
+
+
+#: Known keys whose component values Storm's nimbus adds to the topology's
+#: (`Nimbus.normalizeConf`): `topology_registrations` does it here.
+JOINS_THE_TOPOLOGYS = frozenset({"topology.kryo.register"})
 
 
 def component_may_set(key: str) -> bool:
@@ -679,7 +686,7 @@ def validate_topology_conf(conf: Mapping[str, Any], definition: TopologyDefiniti
 
     Returns warnings for the caller to show: known keys a component's config sets
     that are not read per component (`PER_COMPONENT_KEYS`), whose value would
-    otherwise be dropped in silence, as Storm drops it."""
+    otherwise be dropped without a word, as Storm's executor drops it."""
     def at(what: str) -> str:
         return f" at {definition.sources[what]}" if what in definition.sources else ""
 
@@ -697,7 +704,8 @@ def validate_topology_conf(conf: Mapping[str, Any], definition: TopologyDefiniti
         "per component: the component's value is not used (set it in the topology's config; "
         f"a component may set {', '.join(sorted(PER_COMPONENT_KEYS))})"
         for name, component in definition.components.items()
-        if (unused := sorted(key for key in component.config if not component_may_set(key)))
+        if (unused := sorted(key for key in component.config
+                             if not component_may_set(key) and key not in JOINS_THE_TOPOLOGYS))
     ]
 
 

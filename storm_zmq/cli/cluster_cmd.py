@@ -296,7 +296,12 @@ def submit_topology(args: argparse.Namespace) -> int:
     from storm_zmq.topology import load_topology
     from storm_zmq.topology.definition import with_max_task_parallelism
     from storm_zmq.topology.loader import streamparse_leftovers
-    from storm_zmq.topology.registrations import RegistrationError, load_codec
+    from storm_zmq.topology.registrations import (
+        REGISTER,
+        RegistrationError,
+        load_codec,
+        topology_registrations,
+    )
 
     conf = load_config_from_args(args)
     print(f"packaging {args.topology_file} ...", file=sys.stderr, flush=True)
@@ -313,6 +318,7 @@ def submit_topology(args: argparse.Namespace) -> int:
         warnings = validate_topology_conf(topology_conf, definition, overridden=overrides)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    topology_conf[REGISTER] = topology_registrations(topology_conf, definition)
     for warning in [*warnings, *definition.unreachable_fields(),
                     *streamparse_leftovers(args.topology_file)]:
         print(f"warning: {warning}", file=sys.stderr)

@@ -38,7 +38,12 @@ from storm_zmq.runtime.worker import worker_main
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.definition import with_max_task_parallelism
 from storm_zmq.topology.loader import streamparse_leftovers
-from storm_zmq.topology.registrations import RegistrationError, load_codec
+from storm_zmq.topology.registrations import (
+    REGISTER,
+    RegistrationError,
+    load_codec,
+    topology_registrations,
+)
 
 PROGRESS_INTERVAL = 2.0
 #: A drain still going after this long is announced (it may take up to
@@ -143,6 +148,7 @@ def prepare_run(options: RunOptions, warn: bool = True) -> tuple[Any, dict[str, 
         warnings = validate_topology_conf(conf, definition, overridden=options.overrides)
     except ConfigError as exc:
         raise RunError(str(exc)) from None
+    conf[REGISTER] = topology_registrations(conf, definition)
     for warning in [*warnings, *definition.unreachable_fields(),
                     *streamparse_leftovers(options.topology_file)] if warn else ():
         print(f"warning: {warning}", file=sys.stderr)

@@ -13,6 +13,10 @@ without calling ``__init__``; an Enum by its member's name. A serializer (a clas
 made with no arguments, or an object) has ``serialize(value)``, returning what a
 tuple carries (registered types included), and ``deserialize(data)``.
 
+A component's own ``config`` may register types too: as Storm's nimbus does
+(`Nimbus.normalizeConf`), they join the topology's list, which every worker then
+reads (`topology_registrations`, at run and at submit).
+
 Each item gets the extension code `value_types.FIRST_REGISTERED` + its place in the
 list, skipped ones included, so that a worker that cannot import one (with
 `topology.skip.missing.kryo.registrations`) still numbers the others as the rest do.
@@ -27,7 +31,7 @@ import importlib
 import logging
 import types
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storm_zmq.config import SCHEMA, check_value
 from storm_zmq.topology.value_types import (
@@ -37,6 +41,9 @@ from storm_zmq.topology.value_types import (
     RegisteredType,
     ValueCodec,
 )
+
+if TYPE_CHECKING:
+    from storm_zmq.topology.definition import TopologyDefinition
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +70,19 @@ def entries(value: Any) -> list[tuple[str, str | None]]:
         else:
             items.append((item, None))
     return items
+
+
+def topology_registrations(conf: Mapping[str, Any], definition: TopologyDefinition) -> list[Any]:
+    """`topology.kryo.register` for the whole topology, made as Storm's nimbus makes
+    it: each component's own registrations, in the topology's order of components,
+    then the topology's (`conf`'s). A class named again keeps its first place and
+    takes the later serializer (or none), so the topology's word is the last."""
+    merged: dict[str, str | None] = {}
+    for value in [*(component.config.get(REGISTER) for component in definition.components.values()),
+                  conf.get(REGISTER)]:
+        for class_name, serializer_name in entries(value):
+            merged[class_name] = serializer_name
+    return [name if serializer is None else {name: serializer} for name, serializer in merged.items()]
 
 
 def import_object(name: str) -> Any:

@@ -160,19 +160,22 @@ def test_a_task_gets_another_workers_tuples_in_emit_order_across_streams(
     assert sorted(i for seen in sink["seen"].values() for _, i in seen) == list(range(count))
 
 
-@pytest.mark.parametrize("transport", ["zmq", "tcp"])
+@pytest.mark.parametrize(("transport", "topology"), [
+    ("zmq", "value_types.py"), ("tcp", "value_types.py"), ("zmq", "value_types_per_component.py")])
 def test_dates_decimals_uuids_and_registered_types_cross_workers_as_themselves(
-    tmp_path: Path, transport: str
+    tmp_path: Path, transport: str, topology: str
 ) -> None:
     """A value of a type a tuple carries beyond msgpack's own, built in or the
     topology's own (topology.kryo.register: an Enum, a frozen dataclass, a class
     with a serializer), arrives in another worker equal and of its type, a datetime
     with its time zone and fold; a fields grouping on a date and an Enum sends each
-    key to one task, whichever worker emitted it."""
+    key to one task, whichever worker emitted it. The types may be registered by the
+    components that emit them (value_types_per_component.py), as in Storm."""
     count = 300
-    result = run("value_types.py", tmp_path, "--transport", transport, "-o", f"test.count={count}",
+    result = run(topology, tmp_path, "--transport", transport, "-o", f"test.count={count}",
                  workers=2)
     assert result.returncode == 0, result.stderr
+    assert "topology.kryo.register" not in result.stderr, "no warning of a component's registrations"
     sys.path.insert(0, str(PROJECT / "src"))
     try:
         from testparts.components import typed_values

@@ -13,10 +13,12 @@ import pytest
 
 from storm_zmq.topology import value_types
 from storm_zmq.topology.registrations import (
+    REGISTER,
     RegistrationError,
     entries,
     import_object,
     load_codec,
+    topology_registrations,
 )
 
 TYPES = '''
@@ -206,6 +208,30 @@ def codec(*items: Any, skip: bool = False) -> value_types.ValueCodec:
 
 def round_trip(c: value_types.ValueCodec, value: Any) -> Any:
     return msgpack.unpackb(c.packb(value), ext_hook=c.decode, strict_map_key=False)
+
+
+def test_a_components_registrations_join_the_topologys_as_storms_nimbus_adds_them() -> None:
+    from storm_zmq import Bolt, Spout, Topology
+
+    class Source(Spout):
+        outputs = ["v"]
+
+    class Sink(Bolt):
+        pass
+
+    class Registering(Topology):
+        config = {REGISTER: ["m.Money", "m.Other"]}
+        source = Source.spec(config={REGISTER: ["m.Point", {"m.Money": "m.MoneySerializer"}]})
+        sink = Sink.spec(inputs=[source], config={REGISTER: [{"m.Side": "m.SideSerializer"}, "m.Point"]})
+        plain = Sink.spec(inputs=[source])
+
+    definition = Registering.definition()
+    # the components' in their order, then the topology's; a class named again
+    # keeps its first place, and the last word on its serializer (here the topology's)
+    assert topology_registrations(definition.config, definition) == [
+        "m.Point", "m.Money", {"m.Side": "m.SideSerializer"}, "m.Other"]
+    assert topology_registrations({}, Registering.definition()) == [
+        "m.Point", {"m.Money": "m.MoneySerializer"}, {"m.Side": "m.SideSerializer"}]
 
 
 def test_no_registrations_is_the_built_in_codec() -> None:
