@@ -291,6 +291,11 @@ SCHEMA: dict[str, Setting] = {
         None, "int", "Bound on un-acked tuples per spout task (null or 0 = unbounded, "
         "as in Storm); the flow control of at-least-once topologies.", nullable=True,
         minimum=0),
+    "topology.tasks": Setting(
+        None, "int", "A component's number of tasks (Storm's setNumTasks writes it to the "
+        "component's config; spec(num_tasks=) is the same); in the topology's config, that "
+        "of every component that sets none, as in Storm; null = its par.",
+        nullable=True, minimum=1),
     "topology.max.task.parallelism": Setting(
         None, "int", "Cap on every component's number of tasks (Storm's; a component's "
         "config may set its own); null = no cap.", nullable=True, minimum=1),
@@ -401,7 +406,7 @@ ORDERED_PAIRS: tuple[tuple[str, str], ...] = (
 #: they are.
 PER_COMPONENT_KEYS = frozenset({
     "topology.debug", "topology.max.spout.pending", "topology.max.task.parallelism",
-    "topology.tick.tuple.freq.secs", "topology.max.error.report.per.interval",
+    "topology.tasks", "topology.tick.tuple.freq.secs", "topology.max.error.report.per.interval",
     "topology.error.throttle.interval.secs", "topology.copy.emitted.values",
 })
 

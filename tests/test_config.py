@@ -167,6 +167,7 @@ def test_defaults_are_storms_names_and_values() -> None:
         "topology.testing.always.try.serialize": False,
         "topology.copy.emitted.values": True,
         "topology.kryo.register": None,  # Storm's defaults.yaml: null
+        "topology.tasks": None,  # Storm's defaults.yaml: null
         "topology.skip.missing.kryo.registrations": False,
         "topology.stats.sample.rate": 0.05,
     }

@@ -294,7 +294,7 @@ def submit_topology(args: argparse.Namespace) -> int:
     from storm_zmq.cluster.state import ClusterStateError, check_topology_name
     from storm_zmq.runtime.assignment import acker_executors, workers_with_executors
     from storm_zmq.topology import load_topology
-    from storm_zmq.topology.definition import with_max_task_parallelism
+    from storm_zmq.topology.definition import with_task_counts
     from storm_zmq.topology.loader import streamparse_leftovers
     from storm_zmq.topology.registrations import (
         REGISTER,
@@ -326,7 +326,7 @@ def submit_topology(args: argparse.Namespace) -> int:
         load_codec(topology_conf)
     except RegistrationError as exc:
         raise UsageError(f"topology {definition.name}: {exc}") from None
-    definition = with_max_task_parallelism(definition, topology_conf)
+    definition = with_task_counts(definition, topology_conf)
     name = args.name or definition.name
     try:
         check_topology_name(name)

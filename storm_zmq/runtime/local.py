@@ -36,7 +36,7 @@ from storm_zmq.runtime.assignment import (
 from storm_zmq.runtime.stats import RunStats
 from storm_zmq.runtime.worker import worker_main
 from storm_zmq.topology import load_topology
-from storm_zmq.topology.definition import with_max_task_parallelism
+from storm_zmq.topology.definition import with_task_counts
 from storm_zmq.topology.loader import streamparse_leftovers
 from storm_zmq.topology.registrations import (
     REGISTER,
@@ -156,7 +156,7 @@ def prepare_run(options: RunOptions, warn: bool = True) -> tuple[Any, dict[str, 
         load_codec(conf)
     except RegistrationError as exc:
         raise RunError(f"topology {definition.name}: {exc}") from None
-    definition = with_max_task_parallelism(definition, conf)
+    definition = with_task_counts(definition, conf)
     _check_picklable(conf)
     workers = options.workers or int(conf["topology.workers"])
     if conf["storm.messaging.transport"] == TRANSPORT_ALIASES["local"] and workers > 1:

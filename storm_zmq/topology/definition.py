@@ -18,11 +18,11 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 from storm_zmq.topology.grouping import GroupingSpec
-from storm_zmq.topology.spec import ComponentKind
+from storm_zmq.topology.spec import TASKS_KEY, ComponentKind
 from storm_zmq.topology.stream import Stream, is_attribute_name
 
 __all__ = ["ComponentDefinition", "InputDefinition", "TopologyDefinition",
-           "MAX_TASK_PARALLELISM_KEY", "with_max_task_parallelism", "storm_context"]
+           "MAX_TASK_PARALLELISM_KEY", "with_task_counts", "storm_context"]
 
 #: Storm's cap on every component's task count (`Config.setMaxTaskParallelism`).
 MAX_TASK_PARALLELISM_KEY = "topology.max.task.parallelism"
@@ -129,20 +129,22 @@ class TopologyDefinition:
             ) from None
 
 
-def with_max_task_parallelism(definition: TopologyDefinition,
-                              conf: dict[str, Any]) -> TopologyDefinition:
-    """The topology as it runs under ``topology.max.task.parallelism``: Storm gives
-    a component min(that cap, its num_tasks) tasks, the cap read from the topology's
-    conf with the component's own config over it, and runs them on at most as many
-    executors. Applied where the topology is assigned (local run, submit), whose
-    ``conf`` is the whole topology conf (storm.yaml, the topology's, ``-o``)."""
+def with_task_counts(definition: TopologyDefinition, conf: dict[str, Any]) -> TopologyDefinition:
+    """The topology with the task counts it runs with, as Storm counts them: a
+    component's ``topology.tasks`` (its config's: `ComponentSpec`), else the
+    topology conf's, else its ``par``; then at most ``topology.max.task.parallelism``
+    (the component's config over the topology conf's), the tasks running on at most
+    as many executors. Applied where the topology is assigned (local run, submit),
+    whose ``conf`` is the whole topology conf (storm.yaml, the topology's, ``-o``)."""
     components = {}
     for name, component in definition.components.items():
+        tasks = conf.get(TASKS_KEY)
+        if tasks is not None and component.config.get(TASKS_KEY) is None:
+            component = replace(component, num_tasks=tasks, par=min(component.par, tasks))
         cap = component.config.get(MAX_TASK_PARALLELISM_KEY, conf.get(MAX_TASK_PARALLELISM_KEY))
-        if cap is None or cap >= component.num_tasks:
-            components[name] = component
-        else:
-            components[name] = replace(component, num_tasks=cap, par=min(component.par, cap))
+        if cap is not None and cap < component.num_tasks:
+            component = replace(component, num_tasks=cap, par=min(component.par, cap))
+        components[name] = component
     return replace(definition, components=components)
 
 

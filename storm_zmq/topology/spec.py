@@ -31,6 +31,8 @@ __all__ = ["ComponentKind", "ComponentSpec", "StreamRef"]
 
 ComponentKind = Literal["spout", "bolt"]
 _KINDS: Final = ("spout", "bolt")
+#: A component's number of tasks, in its config: Storm's setNumTasks.
+TASKS_KEY: Final = "topology.tasks"
 
 
 @dataclass(frozen=True)
@@ -98,13 +100,6 @@ class ComponentSpec:
             if par is None:
                 par = 1
         self.par = self._check_count("par", par)
-        self.num_tasks = (
-            self.par if num_tasks is None else self._check_count("num_tasks", num_tasks)
-        )
-        if self.num_tasks < self.par:
-            # Storm spreads the tasks over min(par, num_tasks) executors (every
-            # executor runs at least one task) and says nothing; so does this.
-            self.par = self.num_tasks
         if config is None:
             config = getattr(component_cls, "config", None)
         if config is None:
@@ -112,6 +107,24 @@ class ComponentSpec:
         if not isinstance(config, dict):
             raise TopologyError(f"{self._who()}: config must be a dict, got {config!r}")
         self.config: dict[str, Any] = dict(config)
+        # the task count is the config's topology.tasks, as Storm's setNumTasks sets
+        # it (streamparse has no num_tasks: its users set this key), so a topology's
+        # topology.tasks applies only where the component set none
+        # (definition.with_task_counts)
+        if num_tasks is not None:
+            num_tasks = self._check_count("num_tasks", num_tasks)
+            given = self.config.get(TASKS_KEY, num_tasks)
+            if given != num_tasks:
+                raise TopologyError(f"{self._who()}: num_tasks={num_tasks} and config "
+                                    f"{TASKS_KEY}: {given!r} disagree (they are one setting)")
+            self.config[TASKS_KEY] = num_tasks
+        elif self.config.get(TASKS_KEY) is not None:
+            num_tasks = self._check_count(f"config {TASKS_KEY}", self.config[TASKS_KEY])
+        self.num_tasks = self.par if num_tasks is None else num_tasks
+        if self.num_tasks < self.par:
+            # Storm spreads the tasks over min(par, num_tasks) executors (every
+            # executor runs at least one task) and says nothing; so does this.
+            self.par = self.num_tasks
         self.outputs: dict[str, Stream] = self._normalise_outputs(
             getattr(component_cls, "outputs", None)
         )

@@ -41,7 +41,8 @@ def test_par_num_tasks_config_name() -> None:
         name="counter", inputs=[WordSpout.spec()], par=2, num_tasks=6, config=config
     )
     assert (spec.name, spec.given_name, spec.par, spec.num_tasks) == ("counter", "counter", 2, 6)
-    assert spec.config == config and spec.config is not config
+    # num_tasks is written to the config, as Storm's setNumTasks writes it
+    assert spec.config == {**config, "topology.tasks": 6} and spec.config is not config
     assert CountBolt.spec(inputs=[WordSpout.spec()], par=3).num_tasks == 3
 
 

@@ -81,7 +81,7 @@ def test_definition_model() -> None:
         kind="bolt",
         par=3,
         num_tasks=6,
-        config={"k": [1]},
+        config={"k": [1], "topology.tasks": 6},  # num_tasks is Storm's setNumTasks
         inputs=(InputDefinition("word_spout", "default", Grouping.fields("word")),),
         outputs={"default": Stream(["word", "count"])},
     )
@@ -97,8 +97,8 @@ def test_definition_is_a_snapshot() -> None:
     d.config["x"] = 1
     d.components["count_bolt"].config["k"].append(2)
     assert "x" not in WordCount.config
-    assert WordCount.count_bolt.config == {"k": [1]}
-    assert WordCount.definition().components["count_bolt"].config == {"k": [1]}
+    assert WordCount.count_bolt.config == {"k": [1], "topology.tasks": 6}
+    assert WordCount.definition().components["count_bolt"].config == {"k": [1], "topology.tasks": 6}
     with pytest.raises(AttributeError):
         d.name = "other"  # type: ignore[misc]
 
@@ -441,7 +441,7 @@ def test_failed_class_leaves_specs_reusable() -> None:
 
 
 def test_max_task_parallelism_caps_tasks_and_executors_as_storm_does() -> None:
-    from storm_zmq.topology.definition import with_max_task_parallelism
+    from storm_zmq.topology.definition import with_task_counts
 
     class Capped(Topology):
         s = WordSpout.spec(par=1, num_tasks=4)
@@ -450,11 +450,35 @@ def test_max_task_parallelism_caps_tasks_and_executors_as_storm_does() -> None:
         narrow = SinkBolt.spec(inputs=[s], par=1)
 
     definition = Capped.definition()
-    capped = with_max_task_parallelism(definition, {"topology.max.task.parallelism": 2})
+    capped = with_task_counts(definition, {"topology.max.task.parallelism": 2})
     assert {n: (c.par, c.num_tasks) for n, c in capped.components.items()} == {
         "s": (1, 2), "wide": (2, 2), "own": (3, 3), "narrow": (1, 1)}
-    assert with_max_task_parallelism(definition, {"topology.max.task.parallelism": None}) == definition
+    assert with_task_counts(definition, {"topology.max.task.parallelism": None}) == definition
     assert definition.components["wide"].par == 3, "the definition itself is left as it was"
+
+
+def test_topology_tasks_is_a_components_task_count_as_storms_set_num_tasks_writes_it() -> None:
+    from storm_zmq.topology.definition import with_task_counts
+
+    class Tasks(Topology):
+        s = WordSpout.spec(par=2, config={"topology.tasks": 4})  # streamparse's way
+        given = SinkBolt.spec(inputs=[s], par=3, num_tasks=6)  # the same setting
+        plain = SinkBolt.spec(inputs=[s], par=3)
+        fewer = SinkBolt.spec(inputs=[s], par=3, config={"topology.tasks": 2})
+
+    definition = Tasks.definition()
+    assert {n: (c.par, c.num_tasks) for n, c in definition.components.items()} == {
+        "s": (2, 4), "given": (3, 6), "plain": (3, 3), "fewer": (2, 2)}
+    assert definition.components["given"].config == {"topology.tasks": 6}
+    # a topology-wide value counts where the component set none, under the cap
+    wide = with_task_counts(definition, {"topology.tasks": 5, "topology.max.task.parallelism": 4})
+    assert {n: (c.par, c.num_tasks) for n, c in wide.components.items()} == {
+        "s": (2, 4), "given": (3, 4), "plain": (3, 4), "fewer": (2, 2)}
+
+    with pytest.raises(TopologyError, match=r"num_tasks=3 and config topology.tasks: 4 disagree"):
+        SinkBolt.spec(inputs=[Tasks.s], num_tasks=3, config={"topology.tasks": 4})
+    with pytest.raises(TopologyError, match=r"config topology.tasks must be an int >= 1, got '4'"):
+        SinkBolt.spec(inputs=[Tasks.s], config={"topology.tasks": "4"})
 
 
 def test_the_storm_context_describes_a_components_streams_and_subscriptions() -> None:
