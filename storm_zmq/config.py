@@ -240,7 +240,8 @@ SCHEMA: dict[str, Setting] = {
         "initialize.", minimum=1),
     "supervisor.worker.shutdown.sleep.secs": Setting(
         5, "int", "How long a supervisor waits after asking a worker to stop before "
-        "killing it.", minimum=0),
+        "killing it (Storm 2's default is 3; a stop here drains and runs every "
+        "component's cleanup() first).", minimum=0),
     "worker.cpu.pinning": Setting(
         True, "bool", "Pin each worker process to a CPU of its own: the position of its "
         "port among the host's worker ports (supervisor.slots.ports; in local mode the "
@@ -325,7 +326,12 @@ SCHEMA: dict[str, Setting] = {
         1, "int", "The longest a spout's round of emits lasts before its output is "
         "flushed (with topology.producer.batch.size), bounding the latency batching adds "
         "at the spout; bolts flush once per input batch whatever this says. 0 is taken "
-        "as 1.", minimum=0),
+        "as 1 (in Storm 2, 0 turns the flush tuples off).", minimum=0),
+    "topology.sleep.spout.wait.strategy.time.ms": Setting(
+        1, "int", "How long a spout task whose next_tuple() emitted nothing waits (taking "
+        "acks and fails meanwhile) before it is called again: Storm's sleep spout wait "
+        "strategy, the only one here. Raise it to spend less CPU on an idle spout; a "
+        "component may set its own.", minimum=0),
     "topology.tick.tuple.freq.secs": Setting(
         None, "int", "Send tick tuples to every bolt this often; null = never.",
         nullable=True, minimum=1),
@@ -406,7 +412,7 @@ ORDERED_PAIRS: tuple[tuple[str, str], ...] = (
 #: they are.
 PER_COMPONENT_KEYS = frozenset({
     "topology.debug", "topology.max.spout.pending", "topology.max.task.parallelism",
-    "topology.tasks", "topology.tick.tuple.freq.secs", "topology.max.error.report.per.interval",
+    "topology.tasks", "topology.tick.tuple.freq.secs", "topology.sleep.spout.wait.strategy.time.ms", "topology.max.error.report.per.interval",
     "topology.error.throttle.interval.secs", "topology.copy.emitted.values",
 })
 

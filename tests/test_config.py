@@ -168,6 +168,7 @@ def test_defaults_are_storms_names_and_values() -> None:
         "topology.copy.emitted.values": True,
         "topology.kryo.register": None,  # Storm's defaults.yaml: null
         "topology.tasks": None,  # Storm's defaults.yaml: null
+        "topology.sleep.spout.wait.strategy.time.ms": 1,
         "topology.skip.missing.kryo.registrations": False,
         "topology.stats.sample.rate": 0.05,
     }

@@ -12,9 +12,10 @@ How. The thread runs rounds; in each, every executor takes one `step()`: what it
 thread's loop does once, except that it never waits. A round in which no executor
 took input or emitted ends in a wait for the next put into one of their queues (from
 the receive thread) or the send thread's next take from the transfer queue, at most
-`IDLE_SPOUT_WAIT` when the worker has spouts (Storm's spout wait: a spout whose
-`next_tuple` emitted nothing is called again after that long) or an executor holds
-output, else 50 ms (ticks and timeouts keep their clocks). A busy thread lets the
+the spouts' wait when the worker has spouts (Storm's sleep spout wait strategy,
+`topology.sleep.spout.wait.strategy.time.ms`: a spout whose `next_tuple` emitted
+nothing is called again after that long), 1 ms when an executor holds output, else
+50 ms (ticks and timeouts keep their clocks). A busy thread lets the
 other threads that need the interpreter run at least every `YIELD_INTERVAL`
 (`time.sleep(0)`), when there are any: the receive and send threads of a worker with
 peers, and executors that left for threads of their own (below). Otherwise they
@@ -100,7 +101,7 @@ from typing import TYPE_CHECKING
 
 from storm_zmq.runtime.executor import Executor
 from storm_zmq.runtime.queues import QueueClosed
-from storm_zmq.runtime.spout_executor import IDLE_SPOUT_WAIT
+from storm_zmq.runtime.spout_executor import IDLE_SPOUT_WAIT, SpoutExecutor
 from storm_zmq.topology.loader import user_code_line
 
 if TYPE_CHECKING:
@@ -456,6 +457,8 @@ class SharedExecutorThread(threading.Thread):
         self.own_threads.append(executor)
 
     def _idle_wait(self, running: Sequence[Executor]) -> float:
-        if any(executor.is_spout or executor.holding for executor in running):
-            return IDLE_SPOUT_WAIT
-        return IDLE_WAIT
+        """The spouts' wait (`SpoutExecutor.idle_wait`), the shortest, or 1 ms when
+        an executor holds output, else IDLE_WAIT: a put into a queue ends it sooner."""
+        waits = [IDLE_SPOUT_WAIT if executor.holding else IDLE_WAIT for executor in running]
+        waits += [executor.idle_wait for executor in running if isinstance(executor, SpoutExecutor)]
+        return min(waits, default=IDLE_WAIT)

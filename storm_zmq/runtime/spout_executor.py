@@ -31,8 +31,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("storm_zmq.runtime.executor")
 
 #: A spout that emitted nothing waits this long for acks before calling next_tuple
-#: again (Storm's spout wait strategy), so an idle spout does not spin a core.
+#: again (Storm's sleep spout wait strategy), so an idle spout does not spin a core:
+#: topology.sleep.spout.wait.strategy.time.ms, this by default.
 IDLE_SPOUT_WAIT = 0.001
+SPOUT_WAIT_KEY = "topology.sleep.spout.wait.strategy.time.ms"
 
 
 class SpoutExecutor(Executor):
@@ -41,8 +43,11 @@ class SpoutExecutor(Executor):
     def __init__(self, worker: WorkerState, assignment: ExecutorAssignment) -> None:
         super().__init__(worker, assignment)
         self.pending = SpoutPending.from_conf(worker.conf)
-        max_pending = worker.component_conf(self.component).get("topology.max.spout.pending")
+        component_conf = worker.component_conf(self.component)
+        max_pending = component_conf.get("topology.max.spout.pending")
         self.max_pending = max_pending * len(assignment.tasks) if max_pending else None
+        wait_ms = component_conf.get(SPOUT_WAIT_KEY)
+        self.idle_wait = IDLE_SPOUT_WAIT if wait_ms is None else wait_ms / 1000
         self.batch_size = max(1, int(worker.conf.get("topology.producer.batch.size") or 1))
         self.flush_interval = (worker.conf.get("topology.batch.flush.interval.millis") or 1) / 1000
         self.active = False
@@ -143,16 +148,16 @@ class SpoutExecutor(Executor):
         while not self.stop_requested.is_set():
             emitted, _ = self._round(may_emit=True)
             if not emitted:
-                self._take_input(self.incoming.get_all(timeout=IDLE_SPOUT_WAIT))
+                self._take_input(self.incoming.get_all(timeout=self.idle_wait))
 
     def step(self) -> bool:
         # Storm's spout wait: next_tuple() that emitted nothing is not called again
-        # for IDLE_SPOUT_WAIT; acks and fails are taken every turn.
+        # for `idle_wait`; acks and fails are taken every turn.
         now = time.monotonic()
         may_emit = now >= self._idle_until and self.room_to_produce()
         emitted, took_input = self._round(may_emit)
         if may_emit and not emitted:
-            self._idle_until = now + IDLE_SPOUT_WAIT
+            self._idle_until = now + self.idle_wait
         return bool(emitted or took_input)
 
     def _round(self, may_emit: bool) -> tuple[int, bool]:

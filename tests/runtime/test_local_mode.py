@@ -119,6 +119,22 @@ def test_components_made_as_streamparse_makes_them_with_attributes_of_their_own(
     assert sorted(i for seen in outputs(tmp_path, "sink").values() for i in seen) == list(range(count))
 
 
+@pytest.mark.parametrize("options", [(), THREADS], ids=["shared-thread", "thread-each"])
+def test_an_idle_spout_is_called_again_after_its_sleep_spout_wait(
+    tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    """topology.sleep.spout.wait.strategy.time.ms, Storm's sleep spout wait: a
+    spout whose next_tuple() emitted nothing is called again that long after, the
+    component's own value over the topology's (1 ms)."""
+    result = run("idle_spouts.py", tmp_path, "-t", "2", *options)
+    assert result.returncode == 0, result.stderr
+    (patient,) = outputs(tmp_path, "idle-patient").values()
+    (eager,) = outputs(tmp_path, "idle-eager").values()
+    span = patient["last"] - patient["first"]
+    assert span > 1 and patient["calls"] <= span / 0.2 + 1, patient
+    assert eager["calls"] > 4 * patient["calls"], (eager, patient)
+
+
 def test_groupings_ticks_direct_all_and_global(tmp_path: Path) -> None:
     count = 60
     result = run("groupings.py", tmp_path, "-o", f"test.count={count}", workers=2)

@@ -608,3 +608,24 @@ class ListSinkBolt(Bolt):
 
     def cleanup(self):
         write_output(self.conf, f"lists-{self.task}.json", self.ids)
+
+
+class IdleSpout(Spout):
+    """Never emits: counts its next_tuple() calls and when the first and the last
+    came (Storm's spout wait strategy spaces them)."""
+
+    outputs = ["n"]
+
+    def initialize(self, conf, ctx):
+        self.conf, self.name, self.task = conf, ctx["componentid"], ctx["taskid"]
+        self.calls, self.first, self.last = 0, None, None
+
+    def next_tuple(self):
+        now = time.monotonic()
+        self.calls += 1
+        self.first = now if self.first is None else self.first
+        self.last = now
+
+    def cleanup(self):
+        write_output(self.conf, f"idle-{self.name}-{self.task}.json",
+                     {"calls": self.calls, "first": self.first, "last": self.last})
