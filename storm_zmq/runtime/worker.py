@@ -170,8 +170,11 @@ class WorkerState:
     def __init__(
         self, conf: dict[str, Any], definition: Any, assignment: Assignment, worker_index: int
     ) -> None:
-        # Storm's topology.name, when neither submit nor the run set it
-        self.conf = conf if conf.get("topology.name") else {**conf, "topology.name": definition.name}
+        # Storm's topology.name, when neither submit nor the run set it, and its
+        # storm.id, which a worker's topology conf carries (pystorm's storm_conf had it)
+        self.conf = {**conf, "storm.id": assignment.storm_id}
+        if not self.conf.get("topology.name"):
+            self.conf["topology.name"] = definition.name
         self.definition = definition
         self.assignment = assignment
         self.worker_index = worker_index

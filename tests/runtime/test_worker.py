@@ -194,6 +194,8 @@ def test_a_components_context_is_pystorms_with_storms_topology_keys() -> None:
         "split_bolt": {"default": {"type": "FIELDS", "fields": ["word"]}}}
     assert context["stream->outputfields"] == {"default": ["word", "count"]}
     assert context["worker.port"] == 6700
+    # the conf carries the topology's id, as a Storm worker's topology conf does
+    assert state.component_conf("count_bolt")["storm.id"] == context["stormid"] == state.assignment.storm_id
 
 
 def test_contexts_and_cycles_of_many_tasks_grow_with_the_tasks_not_their_square() -> None:
