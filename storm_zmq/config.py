@@ -412,7 +412,8 @@ ORDERED_PAIRS: tuple[tuple[str, str], ...] = (
 #: they are.
 PER_COMPONENT_KEYS = frozenset({
     "topology.debug", "topology.max.spout.pending", "topology.max.task.parallelism",
-    "topology.tasks", "topology.tick.tuple.freq.secs", "topology.sleep.spout.wait.strategy.time.ms", "topology.max.error.report.per.interval",
+    "topology.tasks", "topology.tick.tuple.freq.secs",
+    "topology.sleep.spout.wait.strategy.time.ms", "topology.max.error.report.per.interval",
     "topology.error.throttle.interval.secs", "topology.copy.emitted.values",
 })
 
