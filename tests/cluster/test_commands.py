@@ -253,6 +253,21 @@ def test_submit_records_the_settings_the_topology_chose(
     assert "storm.messaging.zmq.hwm" not in chosen
 
 
+def test_submit_stores_the_components_registrations_in_the_topologys(
+        make_state: Callable[..., ClusterState], zk_conf: dict[str, Any]) -> None:
+    # as Storm's nimbus adds them (registrations.topology_registrations): every
+    # worker reads the one list stored with the topology
+    state = make_state()
+    project = Path(__file__).parents[1] / "runtime" / "project"
+    assert main(["submit", str(project / "topologies" / "value_types_per_component.py"),
+                 *cli_overrides(zk_conf)]) == 0
+    (topology_id,) = state.topologies()
+    assert state.get_topology(topology_id)["conf"]["topology.kryo.register"] == [
+        "testparts.components.Point",
+        {"testparts.components.Money": "testparts.components.MoneySerializer"},
+        "testparts.components.Side"]  # the components' first, in their order
+
+
 def test_rebalance_options_have_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rebalance", "--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())
