@@ -330,8 +330,9 @@ SCHEMA: dict[str, Setting] = {
     "topology.sleep.spout.wait.strategy.time.ms": Setting(
         1, "int", "How long a spout task whose next_tuple() emitted nothing waits (taking "
         "acks and fails meanwhile) before it is called again: Storm's sleep spout wait "
-        "strategy, the only one here. Raise it to spend less CPU on an idle spout; a "
-        "component may set its own.", minimum=0),
+        "strategy, the only one here. Raise it to spend less CPU on an idle spout; 0 "
+        "calls it again at once, a busy loop (as Storm's sleep of 0). A component may set "
+        "its own.", minimum=0),
     "topology.tick.tuple.freq.secs": Setting(
         None, "int", "Send tick tuples to every bolt this often; null = never.",
         nullable=True, minimum=1),

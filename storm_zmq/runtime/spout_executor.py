@@ -35,6 +35,11 @@ log = logging.getLogger("storm_zmq.runtime.executor")
 #: topology.sleep.spout.wait.strategy.time.ms, this by default.
 IDLE_SPOUT_WAIT = 0.001
 SPOUT_WAIT_KEY = "topology.sleep.spout.wait.strategy.time.ms"
+#: The longest a spout in a thread of its own waits for acks at a time, whatever its
+#: wait: a stop, an activation or a deactivation is an event, not a put into its
+#: queue, so it is seen between two such waits (a spout waiting 8 s in one go took
+#: 8 s to stop, past the worker's grace for it).
+MAX_IDLE_STEP = 0.05
 
 
 class SpoutExecutor(Executor):
@@ -65,7 +70,7 @@ class SpoutExecutor(Executor):
         # (the acker keeps its entries as long: a tree may complete however late)
         self._next_rotation = (time.monotonic() + self.pending.rotation_interval_secs
                                if message_timeouts_enabled(worker.conf) else math.inf)
-        self._idle_until = 0.0  # a shared thread's spout: next_tuple() not before this
+        self._idle_until = 0.0  # next_tuple() not before this (the spout wait)
         self.complete_ms_total = 0.0
         self.complete_samples = 0
         self._said_timeouts = False  # _say_timeouts, once
@@ -146,9 +151,14 @@ class SpoutExecutor(Executor):
 
     def loop(self) -> None:
         while not self.stop_requested.is_set():
-            emitted, _ = self._round(may_emit=True)
+            now = time.monotonic()
+            may_emit = now >= self._idle_until
+            emitted, _ = self._round(may_emit)
+            if may_emit and not emitted and self.active:  # inactive: called once active
+                self._idle_until = now + self.idle_wait
             if not emitted:
-                self._take_input(self.incoming.get_all(timeout=self.idle_wait))
+                wait = min(max(self._idle_until - time.monotonic(), 0.0), MAX_IDLE_STEP)
+                self._take_input(self.incoming.get_all(timeout=wait))
 
     def step(self) -> bool:
         # Storm's spout wait: next_tuple() that emitted nothing is not called again
@@ -156,7 +166,7 @@ class SpoutExecutor(Executor):
         now = time.monotonic()
         may_emit = now >= self._idle_until and self.room_to_produce()
         emitted, took_input = self._round(may_emit)
-        if may_emit and not emitted:
+        if may_emit and not emitted and self.active:  # inactive: called once active
             self._idle_until = now + self.idle_wait
         return bool(emitted or took_input)
 

@@ -19,6 +19,7 @@ This module must not import :mod:`storm_zmq.component` (which imports it).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -90,6 +91,7 @@ class ComponentSpec:
         if kind not in _KINDS:
             raise TopologyError(f"{self._who()}: kind must be 'spout' or 'bolt', got {kind!r}")
         self.kind: ComponentKind = kind
+        self._check_made_without_arguments()
         if name is not None and (not isinstance(name, str) or not name):
             raise TopologyError(f"{self._who()}: name must be a non-empty str, got {name!r}")
         self.given_name = name
@@ -152,6 +154,20 @@ class ComponentSpec:
         if self.name is not None:
             return repr(self.name)
         return f"{self.component_cls.__name__} spec"
+
+    def _check_made_without_arguments(self) -> None:
+        """A worker makes each component with ``cls()``, as streamparse does
+        (`component.new_component`): an ``__init__`` that needs arguments is found
+        here, naming the class, rather than as a worker's failure."""
+        try:
+            inspect.signature(self.component_cls).bind()
+        except TypeError as exc:
+            raise TopologyError(
+                f"{self._who()}: cannot be made with no arguments ({exc}), and a worker makes "
+                "each component with cls(), as streamparse does: give __init__'s parameters "
+                "defaults, or set the component up in initialize()") from None
+        except ValueError:  # no signature to read (a class made in C): found when made
+            pass
 
     def _who(self) -> str:
         return f"{getattr(self, 'kind', 'component')} {self.component_cls.__name__}"

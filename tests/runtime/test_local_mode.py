@@ -135,6 +135,19 @@ def test_an_idle_spout_is_called_again_after_its_sleep_spout_wait(
     assert eager["calls"] > 4 * patient["calls"], (eager, patient)
 
 
+def test_a_spout_with_a_long_spout_wait_in_a_thread_of_its_own_stops_at_once(tmp_path: Path) -> None:
+    """A stop is an event, not a put into the spout's queue: a spout that waits 8 s
+    between calls still sees it within its 50 ms steps (it took the 8 s, past the
+    worker's grace for it)."""
+    result = run("idle_spouts.py", tmp_path, "-t", "1", *THREADS,
+                 "-o", "topology.sleep.spout.wait.strategy.time.ms=8000")
+    assert result.returncode == 0, result.stderr
+    stopped = float(re.search(r"stopped after ([\d.]+) s", result.stdout).group(1))  # type: ignore[union-attr]
+    assert stopped < 5, result.stdout
+    (eager,) = outputs(tmp_path, "idle-eager").values()
+    assert eager["calls"] == 1, "called once in the run: its next call was 8 s away"
+
+
 def test_groupings_ticks_direct_all_and_global(tmp_path: Path) -> None:
     count = 60
     result = run("groupings.py", tmp_path, "-o", f"test.count={count}", workers=2)

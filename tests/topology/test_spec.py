@@ -35,6 +35,23 @@ def test_defaults() -> None:
     assert spec.outputs == {"default": Stream(["word"])}
 
 
+def test_a_component_that_cannot_be_made_with_no_arguments_is_refused_at_its_spec() -> None:
+    class Scaled(Bolt):
+        def __init__(self, factor: int) -> None:
+            super().__init__()
+            self.factor = factor
+
+    with pytest.raises(TopologyError, match=r"^bolt Scaled: cannot be made with no arguments "
+                                            r"\(missing a required argument: 'factor'\)"):
+        Scaled.spec(inputs=[WordSpout.spec()])
+
+    class Plain(Bolt):  # as streamparse's examples write it
+        def __init__(self) -> None:
+            super().__init__()
+
+    assert Plain.spec(inputs=[WordSpout.spec()]).component_cls is Plain
+
+
 def test_par_num_tasks_config_name() -> None:
     config = {"topology.tick.tuple.freq.secs": 1}
     spec = CountBolt.spec(
