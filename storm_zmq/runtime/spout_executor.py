@@ -156,8 +156,9 @@ class SpoutExecutor(Executor):
             emitted, _ = self._round(may_emit)
             if may_emit and not emitted and self.active:  # inactive: called once active
                 self._idle_until = now + self.idle_wait
-            if not emitted:
-                wait = min(max(self._idle_until - time.monotonic(), 0.0), MAX_IDLE_STEP)
+            if not emitted:  # acks and fails are puts: they end the wait at once
+                wait = (min(max(self._idle_until - time.monotonic(), 0.0), MAX_IDLE_STEP)
+                        if self.active else MAX_IDLE_STEP)
                 self._take_input(self.incoming.get_all(timeout=wait))
 
     def step(self) -> bool:

@@ -1088,3 +1088,31 @@ def test_an_executor_is_named_in_the_log_by_component_and_tasks() -> None:
     assert executor_label("count", (3,)) == "count:3"
     assert executor_label("count", (3, 4, 5)) == "count:3-5"
     assert executor_label("count", (5, 3)) == "count:3,5"
+
+
+def test_an_inactive_spout_in_a_thread_of_its_own_waits_between_rounds() -> None:
+    """Not yet activated (or deactivated), a spout's thread waits for acks or
+    (de)activation 50 ms at a time, as Storm's sleeps 100 ms: it ran a round a
+    millisecond, and 130,000 a second while the long spout wait was first made."""
+    state = word_count_state({"topology.acker.executors": 0})
+    (spout,) = [new_executor(state, e) for e in state.local_executors if e.component == "sentence_spout"]
+    spout.start_up()
+    rounds: list[float] = []
+    run_round = spout._round
+
+    def counted(may_emit: bool) -> tuple[int, bool]:
+        rounds.append(time.monotonic())
+        return run_round(may_emit)
+
+    spout._round = counted  # type: ignore[method-assign]
+    thread = threading.Thread(target=spout.loop)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(rounds) < 6 and time.monotonic() < deadline:
+            time.sleep(0.01)  # polling the count the thread appends to
+    finally:
+        spout.stop_requested.set()
+        thread.join(5)
+    assert len(rounds) >= 6 and rounds[5] - rounds[0] >= 5 * 0.04, rounds[:6]
+    assert spout.emitted == 0
