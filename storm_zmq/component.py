@@ -124,7 +124,7 @@ def new_component(cls: type[ComponentT], collector: Collector | None, name: str,
     that calls ``super().__init__()`` works; then attached to its collector, name and
     task, before `initialize`."""
     component = cls()
-    Component._attach(component, collector, name, task)
+    Component._attach(component, collector, name, task)  # not a user's own _attach
     return component
 
 

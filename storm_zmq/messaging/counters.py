@@ -12,6 +12,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+#: Characters of a refusal's detail logged, at most (a data-plane audit: a 4 MB
+#: frame's repr made one log line of 10 MB).
+MAX_DETAIL = 300
+
 
 class RefusalLog:
     """Counters of refused input by kind, with at most one log line per kind per
@@ -47,11 +51,6 @@ class RefusalLog:
         self._logger.warning("%s: dropped %s%s", self._where, detail, more)
         self._last_logged[kind] = now
         return True
-
-
-#: Characters of a refusal's detail logged, at most (a data-plane audit: a 4 MB
-#: frame's repr made one log line of 10 MB).
-MAX_DETAIL = 300
 
 
 class ServerCounters:

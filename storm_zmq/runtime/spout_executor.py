@@ -151,25 +151,27 @@ class SpoutExecutor(Executor):
 
     def loop(self) -> None:
         while not self.stop_requested.is_set():
-            now = time.monotonic()
-            may_emit = now >= self._idle_until
-            emitted, _ = self._round(may_emit)
-            if may_emit and not emitted and self.active:  # inactive: called once active
-                self._idle_until = now + self.idle_wait
+            emitted, _ = self._waited_round(check_room=False)  # a full queue waits in the put
             if not emitted:  # acks and fails are puts: they end the wait at once
-                wait = (min(max(self._idle_until - time.monotonic(), 0.0), MAX_IDLE_STEP)
-                        if self.active else MAX_IDLE_STEP)
+                remaining = self._idle_until - time.monotonic() if self.active else MAX_IDLE_STEP
+                wait = min(max(remaining, 0.0), MAX_IDLE_STEP)
                 self._take_input(self.incoming.get_all(timeout=wait))
 
     def step(self) -> bool:
-        # Storm's spout wait: next_tuple() that emitted nothing is not called again
-        # for `idle_wait`; acks and fails are taken every turn.
+        emitted, took_input = self._waited_round(check_room=True)
+        return bool(emitted or took_input)
+
+    def _waited_round(self, check_room: bool) -> tuple[int, bool]:
+        """`_round`, emitting only once the spout wait is over (Storm's: a
+        next_tuple() that emitted nothing while active is not called again for
+        `idle_wait`) and, with `check_room`, while there is room to produce; acks
+        and fails are taken every round."""
         now = time.monotonic()
-        may_emit = now >= self._idle_until and self.room_to_produce()
+        may_emit = now >= self._idle_until and (not check_room or self.room_to_produce())
         emitted, took_input = self._round(may_emit)
         if may_emit and not emitted and self.active:  # inactive: called once active
             self._idle_until = now + self.idle_wait
-        return bool(emitted or took_input)
+        return emitted, took_input
 
     def _round(self, may_emit: bool) -> tuple[int, bool]:
         """Acks and fails in, timeouts, then (if `may_emit`) up to
