@@ -101,6 +101,18 @@ def _start_ticks(pid: int) -> int | None:
     return int(fields[19])
 
 
+def process_age(pid: int) -> float | None:
+    """Seconds since process `pid` started (to a clock tick); None when it is gone
+    or /proc cannot tell."""
+    ticks = _start_ticks(pid)
+    if ticks is None:
+        return None
+    try:
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (AttributeError, OSError, ValueError):  # no CLOCK_BOOTTIME off Linux
+        return None
+
+
 def _boot_time() -> float:
     with open("/proc/stat", "rb") as stat:
         for line in stat:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any, Protocol
 
+from storm_zmq.cluster.processes import process_age
 from storm_zmq.component import Tuple
 from storm_zmq.config import component_may_set
 from storm_zmq.logs import configure_worker_logging
@@ -659,10 +660,12 @@ class Worker:
             thread.start()
         for runner in list(self._runners):  # a runner's successor is started by it
             runner.start()
-        # said before a supervisor (or `run`) gives up on the worker
+        # said before a supervisor (or `run`) gives up on the worker, whose wait began
+        # at the launch: counted from the process's start, not from here (a worker
+        # that took 2 s to start on a busy machine said it after `run` gave up)
         notice_every = min(INITIALIZE_NOTICE_SECS,
                            float(self.conf.get("supervisor.worker.start.timeout.secs", 120)) / 2)
-        next_notice = time.monotonic() + notice_every
+        next_notice = time.monotonic() + max(0.0, notice_every - (process_age(os.getpid()) or 0.0))
         for _ in self.executors:  # every component initialized (or one failed)
             while not state._ready.acquire(timeout=0.1):
                 if state.failed.is_set():

@@ -22,6 +22,7 @@ from storm_zmq.cluster.processes import (
     exit_code,
     exit_text,
     find_workers,
+    process_age,
     record_exit,
     stop_processes,
 )
@@ -133,3 +134,16 @@ def test_a_pid_that_another_process_has_since_is_not_the_adopted_worker(tmp_path
     assert adopted.poll() == UNKNOWN_EXIT
     adopted.terminate()  # would end this test run if it signalled
     assert AdoptedProcess.of(2**22 + 12345, tmp_path / EXIT_FILE) is None  # no such pid
+
+
+def test_a_process_age_counts_from_its_start() -> None:
+    """What a worker's "still waiting for initialize()" notice counts from: its
+    launch, which the supervisor's (or `run`'s) start timeout counts from too."""
+    before = time.monotonic()
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        age = process_age(child.pid)
+        assert age is not None and -0.05 <= age <= time.monotonic() - before + 0.05
+    finally:
+        child.communicate(b"")
+    assert process_age(child.pid) is None  # gone (reaped)
