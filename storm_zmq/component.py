@@ -16,6 +16,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, TypeVar
 
+from storm_zmq.portable import add_note
 from storm_zmq.topology.errors import TopologyError
 from storm_zmq.topology.spec import ComponentSpec
 
@@ -303,7 +304,7 @@ class Spout(Component):
             raise ValueError(f"emit_many: {len(tuples)} tuples but {len(ids)} tup_ids")
         return [self.emit(tup, tup_id=tup_id, stream=stream, direct_task=direct_task,
                           need_task_ids=need_task_ids)
-                for tup, tup_id in zip(tuples, ids, strict=True)]
+                for tup, tup_id in zip(tuples, ids)]
 
     def report_exhausted(self) -> None:
         """Say that this spout will emit nothing more. `storm-zmq run` stops by
@@ -614,7 +615,7 @@ class BatchingBolt(Bolt):
 
     def _batch_raised(self, exc: BaseException, key: Any, tups: list[Tuple]) -> None:
         """pystorm's BatchingBolt._handle_run_exception, for `process_batch`."""
-        exc.add_note(f"raised by process_batch for the batch of key {key!r} ({len(tups)} tuples)")
+        add_note(exc, f"raised by process_batch for the batch of key {key!r} ({len(tups)} tuples)")
         if not self.auto_fail:
             return  # pystorm: the batch stays batched
         if _carries_on(self, exc):

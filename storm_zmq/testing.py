@@ -265,7 +265,7 @@ class BoltHarness(_Harness):
 
     def make_tuple(self, values: Sequence[Any], fields: Sequence[str] | None = None,
                    component: str = "source", stream: str = "default", task: int = 0) -> Tuple:
-        if not isinstance(values, list | tuple):
+        if not isinstance(values, (list, tuple)):
             raise TypeError(f"an input tuple's values are a list or a tuple, got "
                             f"{type(values).__name__} {values!r}")
         if fields is not None and len(fields) != len(values):

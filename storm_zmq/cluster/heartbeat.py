@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from storm_zmq.portable import STRICT
+
 __all__ = ["current_beats", "placed_beats", "worker_beat"]
 
 
@@ -50,7 +52,7 @@ def placed_beats(assignment: Mapping[str, Any],
     node until the kill, and its last report stayed in the totals, then stale in
     `stats`, the UI and `/metrics` for good (a cluster audit)."""
     return {node: beats[node]
-            for node, marker in zip(_slot_nodes(assignment), assignment["launched"], strict=True)
+            for node, marker in zip(_slot_nodes(assignment), assignment["launched"], **STRICT)
             if node in beats and beats[node].get("launched") == marker}
 
 

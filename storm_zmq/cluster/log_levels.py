@@ -107,9 +107,9 @@ class LogLevels:
             if name in self._applied and self._applied[name][0] == marker:
                 continue
             timeout = request.get("timeout_secs") or 0
-            timeout = float(timeout) if isinstance(timeout, int | float) and timeout > 0 else 0.0
+            timeout = float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else 0.0
             left = timeout
-            if timeout and wall is not None and isinstance(marker, int | float):
+            if timeout and wall is not None and isinstance(marker, (int, float)):
                 left = min(timeout, marker + timeout - wall)
                 if left <= 0:  # over before this worker saw it
                     self._done[name] = marker

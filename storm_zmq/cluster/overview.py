@@ -126,7 +126,7 @@ class ClusterOverview:
 
 
 def _seconds_since(then: Any, now: float) -> float | None:
-    if isinstance(then, int | float) and not isinstance(then, bool):
+    if isinstance(then, (int, float)) and not isinstance(then, bool):
         return max(0.0, now - then)
     return None
 

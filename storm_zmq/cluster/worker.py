@@ -31,6 +31,7 @@ from storm_zmq.cluster.log_levels import LogLevels, python_logger
 from storm_zmq.cluster.processes import EXIT_FILE, record_exit
 from storm_zmq.cluster.state import ClusterState, worker_zookeeper_conf
 from storm_zmq.logs import configure_worker_logging
+from storm_zmq.portable import format_exception_only
 from storm_zmq.runtime.assignment import WorkerSlot
 from storm_zmq.runtime.worker import Worker
 
@@ -251,13 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = worker.run()
     except BaseException as exc:
-        import traceback
 
         log.exception("worker %d failed to start", launch["worker_index"])
         # a port it cannot bind, a topology that does not load: for stats and the UI too
         control.report_error(launch["worker_index"],
                              f"worker {launch['worker_index']} failed to start: "
-                             + "".join(traceback.format_exception_only(exc)).strip())
+                             + format_exception_only(exc).strip())
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()

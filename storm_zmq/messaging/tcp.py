@@ -528,7 +528,7 @@ class _Client(Connection):
         assert partial is not None and self._sock is not None
         count = len(partial.messages)
         starts_with_them = len(msgs) >= count and all(
-            a is b for a, b in zip(msgs, partial.messages, strict=False))  # msgs may go on
+            a is b for a, b in zip(msgs, partial.messages))  # msgs may go on
         return starts_with_them and not _peer_closed(self._sock)
 
     def _finish_partial(self, msgs: list[TaskMessage], deadline: float | None) -> int:

@@ -17,11 +17,12 @@ import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, repeat
-from typing import Final
+from typing import Final, Union
 
 import msgpack
 
 from storm_zmq.messaging.base import MessageTooLarge, TaskMessage, TransportError
+from storm_zmq.portable import STRICT
 
 VERSION: Final = 1
 #: Worst-case bytes a frame spends besides payload bytes: version, array headers,
@@ -163,7 +164,7 @@ class FrameParts:
 
 #: What `BatchEncoder.encode` yields as a frame: a view of its reused buffer (valid
 #: until the next frame), bytes, or, when scattering, `FrameParts`.
-Frame = bytes | memoryview | FrameParts
+Frame = Union[bytes, memoryview, FrameParts]  # (not |: this runs on 3.9 too)
 
 
 def _bin_header(size: int) -> bytes:
@@ -224,7 +225,7 @@ def decode_frame(frame: bytes | memoryview, max_frame_size: int) -> list[TaskMes
     tasks.frombytes(task_blob)
     if _BIG_ENDIAN_HOST:
         tasks.byteswap()
-    return list(map(_new_tuple, repeat(TaskMessage), zip(tasks, payloads, strict=False)))  # lengths checked above
+    return list(map(_new_tuple, repeat(TaskMessage), zip(tasks, payloads)))  # lengths checked above
 
 
 _ONLY_BYTES: Final = frozenset((bytes,))
@@ -240,7 +241,9 @@ def check_messages(messages: Sequence[TaskMessage]) -> None:
 def _columns(msgs: Sequence[TaskMessage]) -> tuple[bytes, tuple[bytes, ...]]:
     """A batch as its packed task ids and its payloads, checked."""
     try:  # one transposition is also the shape check: 25 ns/msg less than two
-        tasks, payloads = zip(*msgs, strict=True)
+        tasks, payloads = zip(*msgs, **STRICT)
+        if not STRICT and any(len(message) != 2 for message in msgs):  # 3.9: zip cannot tell
+            raise ValueError
     except (TypeError, ValueError):
         raise _not_a_task_message() from None
     if not _ONLY_BYTES.issuperset(map(type, payloads)):

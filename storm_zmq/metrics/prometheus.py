@@ -147,7 +147,7 @@ class _Family:
 
     def add(self, labels: Labels, value: Any, suffix: str = "") -> None:
         """A sample; None (not known) is left out rather than written as 0."""
-        if isinstance(value, int | float):
+        if isinstance(value, (int, float)):
             self.samples.append((self.name + suffix, labels, value))
 
     def lines(self) -> list[str]:

@@ -161,7 +161,7 @@ class ClusterSource:
             "status": record.get("status"),
             "num_workers": record.get("num_workers"),
             "uptime_secs": (now - record["launch_time"])
-            if isinstance(record.get("launch_time"), int | float) else None,
+            if isinstance(record.get("launch_time"), (int, float)) else None,
         } for topology_id, record in records]
 
     def find(self, name: str) -> tuple[str, dict[str, Any]]:
@@ -349,7 +349,7 @@ class LocalSource:
 
     def _launch_time(self) -> float | None:
         started = getattr(self.stats, "started_at", None)
-        if isinstance(started, int | float):  # RunStats keeps monotonic times
+        if isinstance(started, (int, float)):  # RunStats keeps monotonic times
             return self.clock() - (time.monotonic() - started)
         return self._attached_at
 

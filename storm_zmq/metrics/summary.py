@@ -77,7 +77,7 @@ _KINDS = ("spout", "bolt", "acker")
 def _number(value: Any) -> float:
     """A counter as reported, or 0 for missing, None, bool or garbage: a view must
     still render when one worker sends something odd."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
     if isinstance(value, float) and not math.isfinite(value):
         return 0
@@ -85,7 +85,7 @@ def _number(value: Any) -> float:
 
 
 def _optional_number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -174,12 +174,12 @@ class TopologyLayout:
             now = _mapping(record.get("components"))
             return cls(tuple(
                 replace(c, par=_int_or_none(now[c.name][0]))
-                if isinstance(now.get(c.name), list | tuple) and len(now[c.name]) == 2 else c
+                if isinstance(now.get(c.name), (list, tuple)) and len(now[c.name]) == 2 else c
                 for c in layout.components), layout.edges)
         components = []
         for name, value in _mapping(record.get("components")).items():
             par = num_tasks = None
-            if isinstance(value, list | tuple) and len(value) == 2:
+            if isinstance(value, (list, tuple)) and len(value) == 2:
                 par, num_tasks = _int_or_none(value[0]), _int_or_none(value[1])
             components.append(ComponentLayout(name, None, par, num_tasks))
         return cls(tuple(components), ())
@@ -589,7 +589,7 @@ def _worker(report: Mapping[str, Any], now: float | None, stale_after: float | N
         reconnects=over_peers("reconnects"),
         backpressure_events=int(_number(backpressure.get("events"))),
         throttled_tasks=tuple(t for t in throttled if _int_or_none(t) is not None)
-        if isinstance(throttled, list | tuple) else (),
+        if isinstance(throttled, (list, tuple)) else (),
         cpu_figure=_optional_number(balance.get("figure")),
         shuffle_weight=_optional_number(balance.get("weight")),
     )
@@ -627,7 +627,7 @@ def _component(name: str, declared: ComponentLayout | None,
         if value is not None:
             capacity = value if capacity is None else max(capacity, value)
         task_ids = entry.get("tasks")
-        if isinstance(task_ids, list | tuple):
+        if isinstance(task_ids, (list, tuple)):
             tasks.update(t for t in task_ids if _int_or_none(t) is not None)
         executors += int(_number(entry.get("executors")))
         if entry.get("kind") in _KINDS:
@@ -671,7 +671,7 @@ def _errors(stored: Mapping[str, Iterable[Mapping[str, Any]]],
             add(component, entry, None, None)
     for report in reports:
         entries = report.get("errors")
-        for entry in entries if isinstance(entries, list | tuple) else ():
+        for entry in entries if isinstance(entries, (list, tuple)) else ():
             if isinstance(entry, Mapping):
                 add(entry.get("component"), entry, report.get("host"), report.get("port"))
     return {

@@ -336,7 +336,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise ValueError(f"{action} takes {' and '.join(sorted(takes)) or 'no body'}, "
                              f"not {unknown}")
         wait, workers = body.get("wait_secs"), body.get("num_workers")
-        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int | float)):
+        if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float))):
             raise ValueError(f"wait_secs must be a number of seconds >= 0, got {json.dumps(wait)}")
         if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                     or workers < 1):

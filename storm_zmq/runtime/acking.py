@@ -35,6 +35,8 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
+from storm_zmq.portable import SLOTS
+
 __all__ = [
     "ACKER_COMPONENT_ID",
     "ACKER_ACK_STREAM_ID",
@@ -241,7 +243,7 @@ def message_timeouts_enabled(conf: Mapping[str, Any]) -> bool:
 OutcomeKind = Literal["ack", "fail", "reset_timeout"]
 
 
-@dataclass(slots=True)
+@dataclass(**SLOTS)
 class Outcome:
     """What the acker tells a spout task (Storm: an ``emitDirect`` to ``spout_task``).
 
@@ -444,7 +446,7 @@ class AckerState:
 # ----------------------------------------------------------------------- spout
 
 
-@dataclass(slots=True)
+@dataclass(**SLOTS)
 class PendingTuple:
     """A spout's record of one in-flight tuple tree (Storm's ``TupleInfo``).
 

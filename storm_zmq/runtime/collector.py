@@ -14,7 +14,6 @@ import logging
 import operator
 import reprlib
 import time
-import traceback
 import uuid
 from collections.abc import Iterator, Sequence
 from threading import get_ident as _get_ident
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from storm_zmq.component import Bolt, Tuple, check_emitted_values
 from storm_zmq.config import DEFAULTS
+from storm_zmq.portable import format_exception
 from storm_zmq.runtime.acking import ACKER_FAIL_STREAM_ID
 from storm_zmq.runtime.error_throttle import ErrorThrottle
 from storm_zmq.runtime.serialization import (
@@ -331,7 +331,7 @@ class TaskCollector:
                           "topology.error.throttle.interval.secs)", self._component,
                           self._task, throttle.limit, throttle.interval)
             return
-        text = "".join(traceback.format_exception(exc))
+        text = format_exception(exc)
         executor.worker.record_error(self._component, self._task, text)
         held = f" ({verdict.held_before:,} more since the last one shown)" if verdict.held_before else ""
         log.error("component %r task %d reported an error%s%s:\n%s", self._component, self._task,
@@ -381,7 +381,7 @@ class StoppedCollector:
 
     def report_error(self, exc: BaseException, tup: Any) -> None:
         log.error("component %r task %d reported an error after it stopped:\n%s",
-                  self._component, self._task, "".join(traceback.format_exception(exc)))
+                  self._component, self._task, format_exception(exc))
 
     def report_exhausted(self) -> None:
         pass

@@ -27,12 +27,12 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from storm_zmq.component import Bolt, Spout, Tuple, new_component, report_and_carry_on
 from storm_zmq.messaging.base import TaskMessage
+from storm_zmq.portable import add_note, format_exception
 from storm_zmq.runtime.acking import (
     ACKER_ACK_STREAM_ID,
     ACKER_FAIL_STREAM_ID,
@@ -140,7 +140,7 @@ def add_hint(exc: BaseException) -> None:
     """A note on `exc` (shown under its traceback) when it is a known mistake of
     code written for pystorm's process-per-task model."""
     if isinstance(exc, ValueError) and str(exc).startswith("signal only works in main thread"):
-        exc.add_note(SIGNAL_HINT)
+        add_note(exc, SIGNAL_HINT)
 
 
 class ComponentFailed(Exception):
@@ -359,7 +359,7 @@ class Executor(threading.Thread):
         """User code raised: report it with its traceback; the worker dies of it."""
         add_hint(exc)
         task = getattr(exc, "_storm_task", self.assignment.tasks[0])
-        self.failure = ComponentFailed(self.component, task, "".join(traceback.format_exception(exc)))
+        self.failure = ComponentFailed(self.component, task, format_exception(exc))
         self.worker.executor_failed(self)
 
     def _carry_on(self, exc: BaseException, task: int, tup: Tuple | None = None) -> bool:
@@ -493,7 +493,7 @@ class Executor(threading.Thread):
                 continue
             if isinstance(error, QueueClosed) or not isinstance(error, Exception):
                 raise error
-            error.add_note(f"in a call from thread {call.thread!r}, run in the executor's thread")
+            add_note(error, f"in a call from thread {call.thread!r}, run in the executor's thread")
             call.method.__self__.report_error(error, None)
 
     def _run_thread_calls_left(self) -> None:

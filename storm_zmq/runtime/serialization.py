@@ -31,7 +31,7 @@ import operator
 import reprlib
 from collections.abc import Sequence
 from itertools import chain, repeat
-from typing import Any
+from typing import Any, Optional, Union
 
 from storm_zmq.runtime.acking import (
     ACKER_ACK_STREAM_ID,
@@ -45,7 +45,7 @@ from storm_zmq.topology.value_types import BUILTIN, ValueCodec
 _U64 = 2**64 - 1
 
 #: A payload's `roots`: None, a nil or a map per tuple, or the pairs form (see above).
-WireRoots = Sequence[dict[int, int] | None] | list[int] | None
+WireRoots = Union[Sequence[Optional[dict[int, int]]], list[int], None]  # (3.9 too: no |)
 _new_object = object.__new__
 
 
@@ -271,7 +271,7 @@ def roots_per_tuple(roots: list[Any] | None, count: int) -> list[dict[int, int] 
         return [None] * count
     if are_root_pairs(roots):
         pair = iter(roots)
-        return [{root: edge} for root, edge in zip(pair, pair, strict=False)]  # pairs: iter twice
+        return [{root: edge} for root, edge in zip(pair, pair)]  # pairs: iter twice
     return roots
 
 
@@ -281,7 +281,7 @@ def _check_root_pairs(pairs: list[Any], count: int) -> None:
     if len(pairs) != 2 * count:
         raise MalformedTuple("tuple root pairs are not two ids per tuple")
     pair = iter(pairs)
-    for root, edge in zip(pair, pair, strict=False):  # the same iterator twice: pairs
+    for root, edge in zip(pair, pair):  # the same iterator twice: pairs
         if type(root) is not int or type(edge) is not int or root <= 0 or edge < 0:
             raise MalformedTuple("tuple root pairs are not 64-bit ids")
 
@@ -385,7 +385,7 @@ def check_system_tuple(
         raise MalformedTuple(
             f"{len(values)} values on system stream {stream!r}, which carries {len(shape)}"
         )
-    for value, kind in zip(values, shape, strict=True):
+    for value, kind in zip(values, shape):
         if type(value) is not int:
             raise MalformedTuple(f"system stream {stream!r}: {kind} is not an integer")
         if kind == "root" and not 0 < value <= _U64:
@@ -421,7 +421,7 @@ def _why_unpackable(value: Any, top: str, path: str, codec: ValueCodec) -> str |
     """What in `value` msgpack refuses, named by its place (`top`, then the
     subscripts down to the innermost item) and why; None if it packs. Off the hot
     path: only once an encode failed."""
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
             why = _why_unpackable(item, top, f"{path}[{index}]", codec)
             if why is not None:

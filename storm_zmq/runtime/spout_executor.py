@@ -136,7 +136,7 @@ class SpoutExecutor(Executor):
             root = root_id_for(self._rng, position, len(self._ackers))
         ids = spout_emit_ids(self._rng, len(targets), root)
         self.pending.add(ids.root_id, tup_id, route.stream, time.monotonic_ns(), task_id=source)
-        for target, edge in zip(targets, ids.edge_ids, strict=True):
+        for target, edge in zip(targets, ids.edge_ids):
             self._deliver_with_roots(source, route, values, target, {ids.root_id: edge})
         self._send_to_acker(source, ACKER_INIT_STREAM_ID, ids.root_id, (ids.root_id, ids.init_xor, source))
 

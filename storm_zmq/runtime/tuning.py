@@ -61,6 +61,7 @@ import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
+from storm_zmq.portable import ON_PYPY, freeze_heap, get_affinity, set_affinity
 from storm_zmq.runtime.balance import largest_share
 
 log = logging.getLogger(__name__)
@@ -137,14 +138,14 @@ def pin_worker(conf: dict[str, Any], port: int, host_ports: Sequence[int] | None
         position = ports.index(port) if port in ports else port
         count = len(ports)
     try:
-        allowed = os.sched_getaffinity(0)
+        allowed = get_affinity()
         cpu = slot_cpu(position, count, allowed)
         if cpu is None:
             log.info("worker on port %d not pinned: %d worker ports on this host, %d CPUs "
                      "(worker.cpu.pinning gives each worker a CPU of its own)",
                      port, count, len(allowed))
             return None
-        os.sched_setaffinity(0, {cpu})
+        set_affinity({cpu})
     except (AttributeError, OSError) as exc:  # not Linux, or not allowed
         log.warning("worker.cpu.pinning: could not pin the worker on port %d: %s", port, exc)
         return None
@@ -217,18 +218,23 @@ def unpinned() -> Iterator[None]:
     if cpus is None:
         yield
         return
-    pinned = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, cpus)
+    pinned = get_affinity()
+    set_affinity(set(cpus))
     try:
         yield
     finally:
-        os.sched_setaffinity(0, pinned)
+        set_affinity(pinned)
 
 
 def tune_gc() -> None:
-    """Call once after start-up, before the data starts moving."""
+    """Call once after start-up, before the data starts moving. PyPy's collector is
+    left as it is: it has no reference counting to free what the clock does not
+    collect, and its generational, incremental passes cost what survives a young
+    pass, not what is alive (its young generation's size: `pypy_gc_nursery`)."""
+    if ON_PYPY:
+        return
     gc.collect()
-    gc.freeze()
+    freeze_heap()
     gc.disable()
 
 
@@ -242,6 +248,8 @@ class CollectionClock:
         self._next_full = now + FULL_COLLECTION_INTERVAL
 
     def tick(self) -> None:
+        if ON_PYPY:  # its collector runs on its own (tune_gc)
+            return
         now = self._clock()
         if now >= self._next_full:
             gc.collect()

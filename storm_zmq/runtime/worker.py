@@ -25,7 +25,6 @@ import signal
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any, Protocol
@@ -37,6 +36,7 @@ from storm_zmq.logs import configure_worker_logging
 from storm_zmq.messaging import Connection, load_context
 from storm_zmq.messaging.base import SendTimeout, TaskMessage
 from storm_zmq.messaging.counters import RefusalLog
+from storm_zmq.portable import format_exception
 from storm_zmq.runtime.acker_executor import AckerExecutor
 from storm_zmq.runtime.acking import ACKER_INIT_STREAM_ID
 from storm_zmq.runtime.assignment import ACKER, Assignment, WorkerSlot
@@ -360,8 +360,7 @@ class WorkerState:
                 return [
                     Tuple(TupleId(tuple_roots) if tuple_roots else None, component, stream, source,
                           tuple_values)
-                    for tuple_roots, tuple_values in zip(roots_per_tuple(roots, len(values)), values,
-                                                         strict=True)
+                    for tuple_roots, tuple_values in zip(roots_per_tuple(roots, len(values)), values)
                 ]
         component, values_cls, arity = known
         for tuple_values in values:
@@ -378,12 +377,12 @@ class WorkerState:
             return [
                 new(Tuple, (one_tree_id(root, edge), component, stream, source,
                             new(values_cls, tuple_values)))
-                for root, edge, tuple_values in zip(pair, pair, values, strict=False)  # counts checked
+                for root, edge, tuple_values in zip(pair, pair, values)  # counts checked
             ]
         return [
             new(Tuple, (TupleId(tuple_roots) if tuple_roots else None, component, stream, source,
                         new(values_cls, tuple_values)))
-            for tuple_roots, tuple_values in zip(roots, values, strict=True)
+            for tuple_roots, tuple_values in zip(roots, values)  # one each: decode_tuples
         ]
 
     def _check_stream(self, source: int, stream: str, target: int) -> tuple[str, Any, int] | None:
@@ -529,7 +528,7 @@ class WorkerState:
         """One of the worker's own threads (receive, send, backpressure) raised:
         without it the worker would go on looking alive while its tuples stop, so
         it dies, as for a component's failure, with the traceback."""
-        text = "".join(traceback.format_exception(exc))
+        text = format_exception(exc)
         self.failures.append(WorkerThreadFailed(f"the worker's {name} thread failed:\n{text}"))
         self.failed.set()
 
@@ -1301,7 +1300,7 @@ def worker_main(spec: dict[str, Any], pipe: Any) -> None:
     try:
         code = Worker(spec, PipeControl(pipe)).run()
     except BaseException as exc:
-        text = "".join(traceback.format_exception(exc))
+        text = format_exception(exc)
         log.error("worker %d failed to start:\n%s", spec["worker_index"], text.rstrip())
         PipeControl(pipe).report_error(spec["worker_index"], text)
         code = 1

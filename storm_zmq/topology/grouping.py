@@ -230,7 +230,7 @@ class _ShuffleChooser:
             task_loads = [loads.get(task, 0.0) for task in tasks]
             ceiling = min(task_loads) + LOAD_SLACK
             eligible = tuple(
-                task for task, load in zip(tasks, task_loads, strict=True) if load <= ceiling
+                task for task, load in zip(tasks, task_loads) if load <= ceiling
             ) or tasks  # (none only if a load were NaN)
         else:  # nothing loaded anywhere, the common case at low load
             eligible = tasks
@@ -240,7 +240,7 @@ class _ShuffleChooser:
             times = [max(1, round(WEIGHT_STEPS * w / heaviest)) for w in task_weights]
             if len(set(times)) == 1:
                 times = [1] * len(eligible)
-            shares = tuple(zip(eligible, times, strict=True))
+            shares = tuple(zip(eligible, times))
         elif eligible is tasks:  # every target, evenly: nothing to build per flush
             shares = self._even
         else:

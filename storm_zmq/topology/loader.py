@@ -191,7 +191,7 @@ def _import_hint(exc: Exception, file: Path) -> str:
     if top in ("streamparse", "pystorm"):
         return (f"; a streamparse project runs after its imports say storm_zmq instead of {top} "
                 f"(`from storm_zmq import ...`; docs/streamparse.md)")
-    if top in sys.stdlib_module_names or importlib.util.find_spec(top) is not None:
+    if top in getattr(sys, "stdlib_module_names", ()) or importlib.util.find_spec(top) is not None:
         return ""  # a submodule missing from a module that exists: its own story
     project = project_dir(file)
     where = [str(project), str(project / "src")] + ([str(file.parent)] if file.parent != project else [])

@@ -212,6 +212,12 @@ def _behaviour(cls: type) -> tuple[set[str], set[str]]:
     return defined, caches
 
 
+def _instances_have_dict(cls: type) -> bool:
+    """Where the MRO has a ``__dict__`` descriptor (`type.__dictoffset__` says the
+    same on CPython; PyPy has none)."""
+    return any("__dict__" in vars(klass) for klass in cls.__mro__)
+
+
 def _fields_reader(cls: type) -> Callable[[Any], dict[str, Any]]:
     """What gives an instance's fields by name, sorted, so that equal values encode
     alike (a fields grouping hashes the encoding) whatever order their attributes
@@ -221,7 +227,7 @@ def _fields_reader(cls: type) -> Callable[[Any], dict[str, Any]]:
     slots = _slot_descriptors(cls)
     defined, caches = _behaviour(cls)
 
-    has_dict = cls.__dictoffset__ != 0
+    has_dict = _instances_have_dict(cls)
 
     def fields(value: Any) -> dict[str, Any]:
         state = dict(object.__getattribute__(value, "__dict__")) if has_dict else {}
@@ -247,7 +253,7 @@ def _instance_maker(cls: type) -> Callable[[Any], Any]:
     from the network. Refused: a name that is not a field (a dunder, or not a slot
     of a class whose instances have no dict) and, for a dataclass, a missing field."""
     slots = _slot_descriptors(cls)
-    has_dict = cls.__dictoffset__ != 0
+    has_dict = _instances_have_dict(cls)
     required = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else []
 
     defined, caches = _behaviour(cls)
