@@ -85,6 +85,7 @@ import msgpack
 import zmq
 
 from storm_zmq.config import DEFAULTS, ConfigError, parse_override
+from storm_zmq.runtime.launch import LOCAL_WORKER_MODULE
 from storm_zmq.runtime.local import RunOptions, free_ports, run_local
 from storm_zmq.runtime.worker import STATS_INTERVAL
 from storm_zmq.topology.errors import TopologyError
@@ -277,8 +278,8 @@ def _status_kb(pid: int, keys: tuple[str, ...]) -> dict[str, int]:
 
 
 def worker_pids() -> list[int]:
-    """The worker processes of the running topology: this process's children started
-    by multiprocessing's spawn, in start order (worker 0 first)."""
+    """The worker processes of the running topology: this process's children that
+    run a local-mode worker (runtime/launch.py), in start order (worker 0 first)."""
     me = os.getpid()
     found: list[tuple[int, int]] = []
     for entry in os.listdir("/proc"):
@@ -289,7 +290,7 @@ def worker_pids() -> list[int]:
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                if b"spawn_main" not in cmdline.read():
+                if LOCAL_WORKER_MODULE.encode() not in cmdline.read():
                     continue
         except OSError:
             continue

@@ -6,10 +6,11 @@
 # network-namespace test, chromium (headless) for the web UI tests, valgrind for the
 # instruction count of scripts/bench_executor.py --instructions, graphviz for
 # `visualize -o graph.png`, tzdata for the time zones of
-# tests/topology/test_value_types.py. Run by scripts/test.sh, so that the README's
+# tests/topology/test_value_types.py, pypy3 for the workers under PyPy
+# (tests/runtime/test_launch.py; docs/pypy.md). Run by scripts/test.sh, so that the README's
 # test command works on a fresh machine, and so by .ci/run.
 set -euo pipefail
-packages=(python3-venv default-jre-headless zookeeper iproute2 chromium valgrind graphviz tzdata)
+packages=(python3-venv default-jre-headless zookeeper iproute2 chromium valgrind graphviz tzdata pypy3)
 command -v dpkg-query >/dev/null 2>&1 || exit 0  # not Debian: nothing to check
 missing=()
 for package in "${packages[@]}"; do

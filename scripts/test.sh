@@ -13,6 +13,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/scripts/system-deps.sh"
 python=$(bash "$root/scripts/dev-env.sh")
+# .venv-pypy for the PyPy worker tests, before the test processes share it
+if command -v pypy3 >/dev/null 2>&1; then bash "$root/scripts/pypy-env.sh" >/dev/null; fi
 cd "$root"
 cpus=$(nproc 2>/dev/null || echo 1)
 processes=${STORM_ZMQ_TEST_PROCESSES:-$((cpus + 2))}

@@ -258,6 +258,13 @@ SCHEMA: dict[str, Setting] = {
         "whose turns wait (I/O, sleep) more than half their time moves to a thread of "
         "its own (docs/architecture.md, \"Shared executor thread\"; "
         "storm_zmq/runtime/shared.py)."),
+    "worker.python": Setting(
+        None, "str", "The Python interpreter that runs the topology's workers: a path, or "
+        "a command on PATH; null is the one running storm-zmq. PyPy 3.9 or later runs "
+        "the per-tuple path of the runtime and of your components several times faster "
+        "(bash scripts/pypy-env.sh makes .venv-pypy/bin/python with what a worker "
+        "imports); your components' own dependencies must be installed for it too "
+        "(docs/pypy.md).", nullable=True),
     "worker.log.max.bytes": Setting(
         10485760, "int", "A worker's log file is rotated when it reaches this size.",
         minimum=1024),

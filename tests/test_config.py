@@ -140,6 +140,7 @@ def test_defaults_are_storms_names_and_values() -> None:
         "supervisor.worker.shutdown.sleep.secs": 5,
         "worker.cpu.pinning": True,
         "worker.shared.executor.thread": True,
+        "worker.python": None,  # ours: the interpreter running storm-zmq
         "worker.log.max.bytes": 10485760,
         "worker.log.backups": 5,
         "logviewer.port": 8000,

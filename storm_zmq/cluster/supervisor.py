@@ -46,7 +46,6 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -72,6 +71,7 @@ from storm_zmq.cluster.processes import (
 from storm_zmq.cluster.state import ClusterState, ClusterUnavailable, impatient_zookeeper_conf
 from storm_zmq.cluster.worker import slots_of
 from storm_zmq.logs import open_worker_output, worker_log_path, worker_output_name
+from storm_zmq.runtime.launch import LaunchError, worker_environment, worker_python
 from storm_zmq.runtime.tuning import HOST_SLOT_KEY, host_slot, host_slots, slot_cpu
 
 log = logging.getLogger(__name__)
@@ -509,17 +509,23 @@ class Supervisor:
 
     def _spawn(self, port: int, topology_id: str, index: int, directory: Path,
                launch: dict[str, Any], reason: str) -> None:
+        try:
+            python = worker_python(launch["conf"])
+        except LaunchError as exc:  # said each round until the topology or its config changes
+            log.error("cannot launch worker %d of %s on port %d: %s", index, topology_id, port, exc)
+            return
         (directory / "heartbeat").unlink(missing_ok=True)
         # The worker logs to its rotated .log itself; stdout/stderr are for what
         # bypasses logging (storm_zmq.logs), kept apart in a small .out file.
         log_file = open_worker_output(self.logs_dir, topology_id, port,
                                       int(self.conf["worker.log.max.bytes"]))
         process = subprocess.Popen(
-            [sys.executable, "-m", "storm_zmq.cluster.worker",
+            [python, "-m", "storm_zmq.cluster.worker",
              "--launch-file", str(directory / "launch.json"),
              "--restarts", str(self._restarts.get((topology_id, port), 0))],
             stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, cwd=str(directory),
+            env=worker_environment(own_path=False),
         )
         log_file.close()
         _write_pid_file(directory, process.pid)

@@ -1,7 +1,7 @@
 """Local mode: run a topology on this machine with real worker processes, no ZooKeeper.
 
 The runner computes the assignment itself, starts one worker process per slot port
-(multiprocessing "spawn": a ZeroMQ context must never cross fork), activates the
+(runtime/launch.py: a fresh interpreter, `worker.python`), activates the
 spouts, shows progress, and stops gracefully: spouts are deactivated, in-flight
 tuples drain (bounded by `topology.message.timeout.secs`), then every worker stops
 its executors, which run their components' `cleanup()`.
@@ -10,7 +10,6 @@ its executors, which run their components' `cleanup()`.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import pickle
 import random
 import re
@@ -33,8 +32,8 @@ from storm_zmq.runtime.assignment import (
     assign,
     workers_with_executors,
 )
+from storm_zmq.runtime.launch import LaunchError, WorkerProcess, worker_python
 from storm_zmq.runtime.stats import RunStats
-from storm_zmq.runtime.worker import worker_main
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.definition import with_task_counts
 from storm_zmq.topology.loader import streamparse_leftovers
@@ -79,7 +78,7 @@ _EXCEPTION_LINE = re.compile(r"[A-Za-z_][\w.]*(: |$)")
 
 
 
-def _start_deaf_to_ctrl_c(process: multiprocessing.process.BaseProcess) -> None:
+def _start_deaf_to_ctrl_c(process: WorkerProcess) -> None:
     """Start a worker process with SIGINT and SIGTERM ignored. A terminal sends
     Ctrl-C to the whole process group (`timeout` and service managers SIGTERM), and
     a worker still importing died of it inside Python's start-up, with tracebacks,
@@ -203,7 +202,7 @@ def _transport_class(name: Any) -> Any:
 
 def _check_picklable(conf: dict[str, Any]) -> None:
     """Every worker process receives the config pickled: a value that cannot be
-    (a lambda, an open file) is named here rather than by a traceback at spawn."""
+    (a lambda, an open file) is named here rather than by a traceback at start."""
     try:
         pickle.dumps(conf)
     except Exception:
@@ -301,6 +300,10 @@ def run_local(options: RunOptions, out: TextIO = sys.stdout) -> RunResult:
         raise RunError(f"{_count(num_workers, 'worker')} {need}, but supervisor.slots.ports "
                        f"has {len(conf['supervisor.slots.ports'])}")
     check_ports(ports)
+    try:
+        python = worker_python(conf)
+    except LaunchError as exc:
+        raise RunError(str(exc)) from None
     storm_id = f"{definition.name}-local-{uuid.uuid4().hex[:8]}"
     parallelism = definition.parallelism
     assignment = assign(
@@ -308,18 +311,20 @@ def run_local(options: RunOptions, out: TextIO = sys.stdout) -> RunResult:
         acker_executors(conf, num_workers),
     )
     stats = RunStats(definition)
-    runner = _Runner(options, conf, assignment, stats, out)
+    runner = _Runner(options, conf, assignment, stats, out, python)
     return runner.run()
 
 
 class _Runner:
-    def __init__(self, options: RunOptions, conf: dict[str, Any], assignment: Any, stats: RunStats, out: TextIO) -> None:
+    def __init__(self, options: RunOptions, conf: dict[str, Any], assignment: Any, stats: RunStats,
+                 out: TextIO, python: str) -> None:
         self.options = options
+        self.python = python  # the workers' interpreter (worker.python)
         self.conf = conf
         self.assignment = assignment
         self.stats = stats
         self.out = out
-        self.processes: list[Any] = []
+        self.processes: list[WorkerProcess] = []
         self.pipes: list[Any] = []
         self.interrupted = False
         self.error: str | None = None
@@ -390,10 +395,8 @@ class _Runner:
         raise KeyboardInterrupt
 
     def _run(self) -> RunResult:
-        spawn = multiprocessing.get_context("spawn")
         secrets = TopologySecrets.generate().to_dict()  # one set per run, for every worker
         for index in range(len(self.assignment.workers)):
-            parent, child = spawn.Pipe()
             spec = {
                 "conf": self.conf,
                 "secrets": secrets,
@@ -404,11 +407,10 @@ class _Runner:
                 # this host's workers: the run's, not every slot port (CPU pinning)
                 "host_ports": [worker.port for worker in self.assignment.workers],
             }
-            process = spawn.Process(target=worker_main, args=(spec, child), name=f"worker-{index}")
+            process = WorkerProcess(self.python, spec, name=f"worker-{index}")
             _start_deaf_to_ctrl_c(process)
-            child.close()
             self.processes.append(process)
-            self.pipes.append(parent)
+            self.pipes.append(process.pipe)
         ports = ", ".join(str(w.port) for w in self.assignment.workers)
         transport = self.conf["storm.messaging.transport"]
         sources = f"; config: {self.options.config_sources}" if self.options.config_sources else ""

@@ -1286,7 +1286,8 @@ def _process_usage() -> dict[str, float]:
 
 
 def worker_main(spec: dict[str, Any], pipe: Any) -> None:
-    """Entry point of a worker process (multiprocessing "spawn" target)."""
+    """What a local-mode worker process runs (runtime/worker_process.py); `pipe` is its
+    end of the runner's."""
     # Ctrl-C in a terminal reaches the whole process group, and so does the SIGTERM
     # of `timeout` or a service manager: the runner orchestrates the graceful stop,
     # so a worker must not die of either on its own (it stops when the runner's pipe

@@ -106,7 +106,7 @@ def _refuse_shadowing(*directories: Path) -> None:
     or ``email/`` of templates shadows nothing), and only modules of the standard
     library and storm-zmq's own dependencies (built-in and frozen ones cannot be
     shadowed)."""
-    import storm_zmq.runtime.worker  # noqa: F401  what a worker has imported (spawn: after its path)
+    import storm_zmq.runtime.worker  # noqa: F401  what a worker has imported before it loads the topology
 
     needed = set(_RUNTIME_MODULES)
     for name, module in list(sys.modules.items()):

@@ -29,6 +29,7 @@ import pytest
 
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.assignment import WorkerSlot, acker_executors, assign
+from storm_zmq.runtime.launch import LOCAL_WORKER_MODULE
 from storm_zmq.runtime.local import RunOptions, prepare_run, run_local
 from storm_zmq.runtime.worker import worker_main
 from tests.cluster.test_cluster import sink_ids, wait_for
@@ -45,9 +46,9 @@ pytestmark = pytest.mark.slow
 
 
 def child_workers() -> list[int]:
-    """Worker processes of a run in this process: children started by
-    multiprocessing's spawn, in start order (worker 0 first)."""
-    return [p.pid for p in processes() if p.ppid == os.getpid() and b"spawn_main" in p.command]
+    """Worker processes of a run in this process: children that run a local-mode
+    worker (runtime/launch.py), in start order (worker 0 first)."""
+    return [p.pid for p in processes() if p.ppid == os.getpid() and LOCAL_WORKER_MODULE.encode() in p.command]
 
 
 def rss_kb(pid: int) -> int:

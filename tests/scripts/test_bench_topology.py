@@ -16,6 +16,7 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
+from storm_zmq.runtime.launch import LOCAL_WORKER_MODULE
 from tests.procs import Proc, processes
 from tests.scripts.scripts import import_script
 
@@ -291,8 +292,9 @@ def test_ctrl_c_stops_the_benchmark_and_reports_nothing(tmp_path: Path) -> None:
 
 
 def _workers_in_session(session: int) -> list[Proc]:
-    """Worker processes (multiprocessing's spawn_main) of the session `session`."""
-    return [p for p in processes() if b"spawn_main" in p.command and p.session == session]
+    """Local-mode worker processes (runtime/launch.py) of the session `session`."""
+    return [p for p in processes()
+            if LOCAL_WORKER_MODULE.encode() in p.command and p.session == session]
 
 
 def test_zmq_over_tcp_is_paired_within_each_round(bench: ModuleType) -> None:

@@ -91,6 +91,7 @@ class NumberSpout(Spout):
         write_output(self.conf, f"spout-{self.task}.json", {
             "acked": sorted(self.acked), "failures": self.failures,
             "max_outstanding": self.max_outstanding, "drained_at": self.drained_at,
+            "python": sys.implementation.name,  # which interpreter ran it (worker.python)
         })
 
 

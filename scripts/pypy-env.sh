@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Make ./.venv-pypy: a PyPy 3 venv with what a worker process imports (pyzmq,
+# msgpack, PyYAML, kazoo), for running workers under PyPy (`worker.python`,
+# docs/pypy.md). storm-zmq itself and the topology's code reach the workers on
+# PYTHONPATH, so nothing of this project is installed here. Reinstalls only when
+# constraints-pypy.txt changed. Needs the Debian package pypy3 (scripts/system-deps.sh).
+# Prints the venv's python on stdout.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv="${STORM_ZMQ_PYPY_VENV:-$root/.venv-pypy}"
+pypy=${PYPY:-pypy3}
+
+if ! command -v "$pypy" >/dev/null 2>&1; then
+    echo "no $pypy on PATH: install PyPy 3 (Debian: apt-get install pypy3) or set PYPY=/path/to/pypy3" >&2
+    exit 1
+fi
+if [ ! -x "$venv/bin/python" ]; then
+    echo "creating $venv" >&2
+    "$pypy" -m venv "$venv" >&2
+fi
+stamp="$venv/.storm-zmq-installed"
+want=$(sha256sum "$root/constraints-pypy.txt" | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "installing the workers' dependencies into $venv" >&2
+    log="$venv/install.log"
+    if ! "$venv/bin/python" -m pip install -r "$root/constraints-pypy.txt" > "$log" 2>&1; then
+        tail -n 40 "$log" >&2
+        echo "installing into $venv failed; the whole log is $log" >&2
+        exit 1
+    fi
+    echo "$want" > "$stamp"
+fi
+echo "$venv/bin/python"
