@@ -36,7 +36,7 @@ from storm_zmq.logs import configure_worker_logging
 from storm_zmq.messaging import Connection, load_context
 from storm_zmq.messaging.base import SendTimeout, TaskMessage
 from storm_zmq.messaging.counters import RefusalLog
-from storm_zmq.portable import format_exception
+from storm_zmq.portable import ON_PYPY, format_exception
 from storm_zmq.runtime.acker_executor import AckerExecutor
 from storm_zmq.runtime.acking import ACKER_INIT_STREAM_ID
 from storm_zmq.runtime.assignment import ACKER, Assignment, WorkerSlot
@@ -128,15 +128,26 @@ def _describe_runner(runner: threading.Thread) -> str:
             f"{' (at ' + where + ')' if where else ''}")
 
 
+# PyPy cannot walk another running thread's frames: its JIT's frames are virtual,
+# and following f_back out of one raised SystemError (InvalidVirtualRef) in the
+# thread that looked (PyPy 7.3.11). So under PyPy a thread's place in the user's
+# code is not said, and an executor stuck alone is not noticed (docs/pypy.md).
+
+
 def _where_in_user_code(thread: threading.Thread) -> str:
     """``file:line in function`` of the innermost frame of the user's code that
-    `thread` is running now ('' if none is)."""
+    `thread` is running now ('' if none is, or under PyPy)."""
+    if ON_PYPY:
+        return ""
     return user_code_line(sys._current_frames().get(thread.ident or -1))
 
 
 def _outermost_user_frame(thread: threading.Thread) -> FrameType | None:
     """The outermost frame of the user's code that `thread` is running now: the
-    call of a component's hook (`process`, `next_tuple`) the runtime made."""
+    call of a component's hook (`process`, `next_tuple`) the runtime made (None
+    under PyPy)."""
+    if ON_PYPY:
+        return None
     frame = sys._current_frames().get(thread.ident or -1)
     found = None
     while frame is not None:

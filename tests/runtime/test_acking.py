@@ -126,7 +126,7 @@ def test_new_edge_id_is_64_bit_and_never_zero() -> None:
     value = new_edge_id(rng)
     assert value != 0 and rng.calls == 2
     ids = [new_edge_id(random.Random(s)) for s in range(200)] + [new_root_id(random.Random(3))]
-    assert all(0 < i < 2**64 for i in ids)
+    assert all(0 < i < 2**63 for i in ids)  # machine integers on PyPy (acking.py)
     assert len(set(ids[:200])) == 200
 
 
@@ -159,7 +159,7 @@ def test_root_id_for_draws_a_root_that_acker_owns(num_ackers: int, data: st.Data
     rng = random.Random(data.draw(st.integers()))
     for _ in range(20):
         root = root_id_for(rng, position, num_ackers)
-        assert 0 < root < 2**64 and acker_index(root, num_ackers) == position
+        assert 0 < root < 2**63 and acker_index(root, num_ackers) == position
 
 
 def test_root_id_for_stays_random_above_the_ackers_residue() -> None:
