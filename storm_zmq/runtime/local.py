@@ -414,9 +414,11 @@ class _Runner:
         ports = ", ".join(str(w.port) for w in self.assignment.workers)
         transport = self.conf["storm.messaging.transport"]
         sources = f"; config: {self.options.config_sources}" if self.options.config_sources else ""
+        python = f", python {self.python}" if self.python != sys.executable else ""
         self._say(
             f"{self.stats.topology}: {len(self.processes)} worker(s) on port(s) {ports}, "
-            f"transport {transport}, acking {'on' if self.assignment.ackers else 'off'}{sources}"
+            f"transport {transport}, acking {'on' if self.assignment.ackers else 'off'}{python}"
+            f"{sources}"
         )
         ready: set[int] = set()
         # as a supervisor gives a starting worker (a SparkSpout may start Spark first)

@@ -157,6 +157,7 @@ def test_word_counts_are_exact_on_two_pypy_workers(
     spouts = outputs(tmp_path, "spout")
     assert sorted(i for s in spouts.values() for i in s["acked"]) == list(range(count))
     assert {s["python"] for s in spouts.values()} == {"pypy"}, "the spout ran on PyPy"
+    assert f"acking on, python {pypy}" in result.stdout, "the run says which interpreter"
 
 
 @pytest.mark.slow
