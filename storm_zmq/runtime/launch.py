@@ -59,11 +59,12 @@ def worker_python(conf: dict[str, Any]) -> str:
     wanted = conf.get(PYTHON_KEY)
     if not wanted:
         return sys.executable
-    found = shutil.which(str(wanted))
+    found = shutil.which(str(wanted))  # a relative path: from this process's directory
     if found is None:
         raise LaunchError(f"{PYTHON_KEY}: {wanted!r} is not an executable (a path, or a "
                           f"command on PATH); {_HOW}")
-    if os.path.abspath(found) == os.path.abspath(sys.executable):
+    found = os.path.abspath(found)  # a supervisor starts its workers in their own directory
+    if found == os.path.abspath(sys.executable):
         return found
     try:
         probe = subprocess.run([found, "-c", _PROBE, *WORKER_NEEDS], capture_output=True,
