@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -168,3 +169,16 @@ def _no_cluster_workers_left(request: pytest.FixtureRequest) -> Iterator[None]:
             print(f"killing cluster worker pid {pid}, left running by the test")
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="session")
+def pypy() -> str:
+    """.venv-pypy's python, made once for every test process (under a lock)."""
+    if shutil.which("pypy3") is None:
+        pytest.skip("pypy3 is not installed on this machine (scripts/system-deps.sh "
+                    "installs Debian's pypy3 as root)")
+    with _locked("pypy-env", fcntl.LOCK_EX):
+        made = subprocess.run(["bash", str(Path(__file__).parents[1] / "scripts" / "pypy-env.sh")],
+                              capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()

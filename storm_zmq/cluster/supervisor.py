@@ -599,6 +599,8 @@ class Supervisor:
 
 #: Settings of this host that win over the topology's: how it reaches ZooKeeper,
 #: where it keeps things, how its workers run, its slots, its transport settings.
+#: Host settings that a topology's own setting overrides (`worker_conf`).
+TOPOLOGY_MAY_CHOOSE = ("storm.messaging.", "worker.python")
 HOST_PREFIXES = ("storm.zookeeper.", "storm.local.", "worker.", "storm.messaging.",
                  "supervisor.slots.ports",
                  # the grace this supervisor gives a starting worker, by which the
@@ -702,11 +704,14 @@ def worker_conf(record: dict[str, Any], host_conf: dict[str, Any]) -> dict[str, 
     and frame limits, so a topology submitted with ``-o
     storm.messaging.transport=tcp`` runs on tcp whatever the supervisors say; before,
     the hosts' settings, their defaults included, always won, and it ran on zmq.
-    ``topology.workers`` is the topology's number of workers now (after a rebalance)."""
+    So with ``worker.python``: the host's is the default of its workers' interpreter,
+    and a topology that names one (a numpy topology on CPython, another on PyPy) gets
+    it. ``topology.workers`` is the topology's number of workers now (after a
+    rebalance)."""
     chosen = set(record.get("conf_set", ()))
     host = {key: value for key, value in host_conf.items()
             if key.startswith(HOST_PREFIXES)
-            and not (key.startswith("storm.messaging.") and key in chosen)}
+            and not (key.startswith(TOPOLOGY_MAY_CHOOSE) and key in chosen)}
     conf = {**record["conf"], **host}
     if record.get("num_workers") is not None:  # submit's -w, or a rebalance's -n, as in Storm
         conf["topology.workers"] = int(record["num_workers"])
@@ -734,12 +739,14 @@ def settings_the_hosts_decide(chosen: Iterable[str]) -> list[str]:
     (``worker.*``, its slots) is each supervisor's own storm.yaml, whatever the
     topology says (`worker_conf`), so `submit` names them rather than letting them go
     unused in silence (some, like ``worker.shared.executor.thread``, do apply in
-    local mode). ``storm.messaging.*`` is the topology's when it chose it;
+    local mode). ``storm.messaging.*`` and ``worker.python`` are the topology's when it
+    chose them;
     ``storm.zookeeper.*`` and ``storm.local.*`` are the hosts' too, but a submit's
     own ``-o`` of those is for reaching the cluster, not for the workers."""
     decided = tuple(prefix for prefix in HOST_PREFIXES if not prefix.startswith(
         ("storm.messaging.", "storm.zookeeper.", "storm.local.")))
-    return sorted(key for key in chosen if key.startswith(decided))
+    return sorted(key for key in chosen
+                  if key.startswith(decided) and not key.startswith(TOPOLOGY_MAY_CHOOSE))
 
 
 def _cpu_text(cpu: int | None) -> str:

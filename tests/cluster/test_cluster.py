@@ -216,6 +216,29 @@ def test_a_submitted_topology_delivers_every_id_and_kill_removes_it(cluster: Clu
     assert unknown.returncode == 2 and "no running topology named 'ClusterIds'" in unknown.stderr
 
 
+def test_a_topology_whose_worker_python_is_pypy_runs_its_workers_there(
+    cluster: Cluster, pypy: str,
+) -> None:
+    cluster.start("nimbus", "nimbus")
+    cluster.supervisor("s1")
+    cluster.submit(300, 400, "-o", f"worker.python={pypy}")
+    all_ids_arrive(cluster.output, 300)
+    pids = wait_for(lambda: cluster.worker_pids("s1"), "the workers' pid files")
+    assert len(pids) == 2 and all("pypy" in os.readlink(f"/proc/{pid}/exe") for pid in pids)
+
+
+def test_a_worker_python_a_supervisor_cannot_use_is_logged_and_starts_nothing(
+    cluster: Cluster,
+) -> None:
+    cluster.start("nimbus", "nimbus")
+    cluster.supervisor("s1")
+    cluster.submit(10, 100, "-o", "worker.python=no-such-python")
+    said = "cannot launch worker 0 of ClusterIds-"
+    wait_for(lambda: said in cluster.log("s1"), "the supervisor's error")
+    assert "'no-such-python' is not an executable" in cluster.log("s1")
+    assert not cluster.worker_pids("s1")
+
+
 def test_a_sigkilled_worker_is_restarted_and_every_id_still_arrives(cluster: Cluster) -> None:
     cluster.start("nimbus", "nimbus")
     cluster.supervisor("s1")

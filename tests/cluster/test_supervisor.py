@@ -49,6 +49,15 @@ def test_the_hosts_settings_win_where_the_topology_chose_nothing() -> None:
     assert conf["topology.workers"] == 3
 
 
+def test_the_workers_interpreter_is_the_topologys_if_it_chose_one_else_the_hosts() -> None:
+    host = {**DEFAULTS, "worker.python": "/opt/pypy/bin/python"}
+    chose = worker_conf(record({"worker.python": "/usr/bin/python3"}, ["worker.python"]), host)
+    assert chose["worker.python"] == "/usr/bin/python3"
+    assert worker_conf(record({}, []), host)["worker.python"] == "/opt/pypy/bin/python"
+    assert settings_the_hosts_decide(["worker.python", "worker.cpu.pinning"]) == [
+        "worker.cpu.pinning"]  # submit does not warn that the hosts decide it
+
+
 def test_a_record_from_before_conf_set_keeps_the_hosts_messaging_settings() -> None:
     host = {**DEFAULTS, "storm.messaging.transport": TCP}
     conf = worker_conf(record({"storm.messaging.transport": "zmq"}, None), host)

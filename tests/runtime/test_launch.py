@@ -7,10 +7,8 @@ The PyPy tests need Debian's pypy3 (scripts/system-deps.sh installs it as root) 
 
 from __future__ import annotations
 
-import fcntl
 import fnmatch
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -23,23 +21,9 @@ import pytest
 import storm_zmq
 from storm_zmq import portable
 from storm_zmq.runtime.launch import LaunchError, worker_python, worker_pythonpath
-from tests.conftest import _locked
 from tests.runtime.test_local_mode import THREADS, outputs, run, sentences
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def pypy() -> str:
-    """.venv-pypy's python, made once for every test process (under a lock)."""
-    if shutil.which("pypy3") is None:
-        pytest.skip("pypy3 is not installed on this machine (scripts/system-deps.sh "
-                    "installs Debian's pypy3 as root)")
-    with _locked("pypy-env", fcntl.LOCK_EX):
-        made = subprocess.run(["bash", str(ROOT / "scripts" / "pypy-env.sh")],
-                              capture_output=True, text=True, timeout=600)
-    assert made.returncode == 0, made.stderr
-    return made.stdout.strip()
 
 
 # --- the interpreter and its path -------------------------------------------------
