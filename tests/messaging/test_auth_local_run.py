@@ -25,7 +25,7 @@ from storm_zmq.messaging.stream import length_prefix
 from storm_zmq.messaging.wire import encode_batch
 from storm_zmq.runtime.serialization import encode_tuple
 from tests.messaging.conftest import free_port
-from tests.runtime.test_local_mode import PROJECT, outputs, sentences
+from tests.runtime.test_local_mode import PROJECT, expected_counts, outputs
 
 pytestmark = pytest.mark.slow
 
@@ -112,15 +112,11 @@ def test_authenticated_run_delivers_everything_and_refuses_an_intruder(
             process.communicate()
     assert process.returncode == 0, stderr
     assert "every spout is exhausted" in stdout
-    expected: Counter[str] = Counter()
-    texts = sentences()
-    for i in range(count):
-        expected.update(texts[i % len(texts)].split())
     counted: Counter[str] = Counter()
     for task_counts in outputs(tmp_path, "count").values():
         counted.update(task_counts)
     assert "INTRUDER" not in counted
-    assert counted == expected
+    assert counted == expected_counts(count)
     refusal = ("dropped a peer without the topology's CURVE key" if transport == "zmq"
                else "dropped a peer that failed authentication: the peer did not start "
                     "the authentication handshake")

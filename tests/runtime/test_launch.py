@@ -21,7 +21,7 @@ import pytest
 import storm_zmq
 from storm_zmq import portable
 from storm_zmq.runtime.launch import LaunchError, worker_python, worker_pythonpath
-from tests.runtime.test_local_mode import THREADS, outputs, run, sentences
+from tests.runtime.test_local_mode import THREADS, expected_counts, outputs, run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,15 +129,11 @@ def test_word_counts_are_exact_on_two_pypy_workers(
                  "-o", f"worker.python={pypy}", *options, workers=2)
     assert result.returncode == 0, result.stderr
     assert "every spout is exhausted" in result.stdout
-    expected: Counter[str] = Counter()
-    texts = sentences()
-    for i in range(count):
-        expected.update(texts[i % len(texts)].split())
     counted: Counter[str] = Counter()
     for task_counts in outputs(tmp_path, "count").values():
         assert not set(task_counts) & set(counted), "a word was counted by two tasks"
         counted.update(task_counts)
-    assert counted == expected
+    assert counted == expected_counts(count)
     spouts = outputs(tmp_path, "spout")
     assert sorted(i for s in spouts.values() for i in s["acked"]) == list(range(count))
     assert {s["python"] for s in spouts.values()} == {"pypy"}, "the spout ran on PyPy"

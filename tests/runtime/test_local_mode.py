@@ -51,6 +51,15 @@ def sentences() -> list[str]:
     return SENTENCES
 
 
+def expected_counts(count: int) -> Counter[str]:
+    """The word counts of the word count's first `count` sentences (NumberSpout)."""
+    expected: Counter[str] = Counter()
+    texts = sentences()
+    for i in range(count):
+        expected.update(texts[i % len(texts)].split())
+    return expected
+
+
 #: A thread for each executor (worker.shared.executor.thread off; the default is one
 #: thread for all of a worker's executors).
 THREADS = ("-o", "worker.shared.executor.thread=false")
@@ -66,17 +75,13 @@ def test_word_counts_are_exact_across_two_workers(
                  *options, workers=2)
     assert result.returncode == 0, result.stderr
     assert "every spout is exhausted" in result.stdout
-    expected: Counter[str] = Counter()
-    texts = sentences()
-    for i in range(count):
-        expected.update(texts[i % len(texts)].split())
     counted: Counter[str] = Counter()
     per_task = outputs(tmp_path, "count")
     assert len(per_task) == 3, "every count task ran cleanup()"
     for task_counts in per_task.values():
         assert not set(task_counts) & set(counted), "a word was counted by two tasks"
         counted.update(task_counts)
-    assert counted == expected
+    assert counted == expected_counts(count)
     spouts = outputs(tmp_path, "spout")
     assert sorted(i for s in spouts.values() for i in s["acked"]) == list(range(count))
 
