@@ -4,7 +4,7 @@ project's) and PyPy 3.9 (Debian's pypy3, chosen with `worker.python`; docs/pypy.
 Everything a worker process imports (the runtime, the transports, the components'
 API, the worker-side cluster modules) keeps to Python 3.9 plus what this module
 gives; ruff checks those files against 3.9 (pyproject.toml,
-per-file-target-version) and tests/test_pypy.py runs them on PyPy. The rest (the
+per-file-target-version) and tests/runtime/test_launch.py runs them on PyPy. The rest (the
 CLI, nimbus, the UI, the Spark spout) may use all of 3.11.
 """
 

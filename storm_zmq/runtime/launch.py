@@ -7,8 +7,8 @@ runtime and of the components several times faster. The worker is always a fresh
 interpreter can be it. What it imports comes on PYTHONPATH: the checkout holding
 storm_zmq, and in local mode this process's own path entries, less those that
 belong to this interpreter's installation (its standard library and site-packages,
-which would be the wrong ones for another). The worker loads the topology file itself, and with it
-the project's ``src/`` (topology/loader.py).
+which would be the wrong ones for another). The worker loads the topology file
+itself, and with it the project's ``src/`` (topology/loader.py).
 
 `WorkerProcess` is local mode's worker: the process object the runner holds (the
 part of multiprocessing.Process it uses), and a pipe to it on which the worker's
