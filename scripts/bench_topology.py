@@ -85,7 +85,12 @@ import msgpack
 import zmq
 
 from storm_zmq.config import DEFAULTS, ConfigError, parse_override
-from storm_zmq.runtime.launch import LOCAL_WORKER_MODULE
+from storm_zmq.runtime.launch import (
+    LOCAL_WORKER_MODULE,
+    LaunchError,
+    worker_environment,
+    worker_python,
+)
 from storm_zmq.runtime.local import RunOptions, free_ports, run_local
 from storm_zmq.runtime.worker import STATS_INTERVAL
 from storm_zmq.topology.errors import TopologyError
@@ -825,6 +830,29 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+_DESCRIBE = ("import json, platform, sys, msgpack, zmq; print(json.dumps({"
+             "'implementation': platform.python_implementation(), "
+             "'version': platform.python_version(), 'executable': sys.executable, "
+             "'pyzmq': zmq.pyzmq_version(), 'msgpack': '.'.join(map(str, msgpack.version))}))")
+
+
+def worker_interpreter(overrides: dict[str, Any]) -> dict[str, Any]:
+    """What the workers run under (-o worker.python; docs/pypy.md), as they report it:
+    the machine's "python" is this script's, which runs no tuple."""
+    try:
+        python = worker_python(overrides)
+    except LaunchError as exc:
+        raise BenchError(str(exc)) from None
+    done = subprocess.run([python, "-c", _DESCRIBE], capture_output=True, text=True,
+                          timeout=60, env=worker_environment())
+    if done.returncode != 0:
+        raise BenchError(f"{python} cannot describe itself: {done.stderr.strip()[-300:]}")
+    described: dict[str, Any] = json.loads(done.stdout)
+    if described["implementation"] == "PyPy":
+        described["PYPY_GC_NURSERY"] = worker_environment()["PYPY_GC_NURSERY"]
+    return described
+
+
 def _count(rate: float | None) -> str:
     if rate is None:
         return "-"
@@ -1193,7 +1221,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     began = time.monotonic()
     try:
+        workers = worker_interpreter(args.overrides)
+        print(f"workers: {workers['implementation']} {workers['version']} "
+              f"({workers['executable']})", flush=True)
         report = run_slow(args) if args.slow_bolt else run_matrix(args)
+        report["workers_python"] = workers
     except BenchError as exc:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 1

@@ -33,6 +33,17 @@ def _stats(snapshots: list, latency_batches: list | None = None) -> SimpleNamesp
     return SimpleNamespace(snapshots=snapshots, latency_batches=latency_batches or [])
 
 
+def test_the_report_names_the_interpreter_the_workers_run_under(
+    bench: ModuleType, pypy: str,
+) -> None:
+    ours = bench.worker_interpreter({})
+    assert ours["implementation"] == "CPython" and ours["executable"] == sys.executable
+    theirs = bench.worker_interpreter({"worker.python": pypy})
+    assert theirs["implementation"] == "PyPy" and theirs["PYPY_GC_NURSERY"]
+    with pytest.raises(bench.BenchError, match="'no-such-python' is not an executable"):
+        bench.worker_interpreter({"worker.python": "no-such-python"})
+
+
 def test_window_rate_sums_per_worker_rates_inside_the_window(bench: ModuleType) -> None:
     def snap(t: float, worker: int, executed: int) -> tuple:
         return (t, worker, {"count_bolt": {"executed": executed}}, 0)
