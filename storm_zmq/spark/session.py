@@ -222,8 +222,10 @@ def build_session(conf: Mapping[str, Any], app_name: str, who: str) -> tuple[Any
         os.environ["PYSPARK_PYTHON"] = sys.executable
     try:
         from pyspark.sql import SparkSession
-    except ImportError as exc:  # pragma: no cover - pyspark is a dependency
-        raise SparkSpoutError(f"{who}: pyspark is not installed: {exc}") from exc
+    except ImportError as exc:  # a dependency, but not of every worker.python (PyPy's)
+        raise SparkSpoutError(
+            f"{who}: pyspark is not installed for {sys.executable}, the workers' interpreter "
+            f"({exc}); a SparkSpout runs on CPython workers (docs/pypy.md)") from exc
     existed = getattr(SparkSession, "_instantiatedSession", None) is not None
     if not existed:  # a running session is handed back as it is: no master is asked
         check_master(master, who)

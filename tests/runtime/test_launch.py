@@ -21,6 +21,7 @@ import pytest
 import storm_zmq
 from storm_zmq import portable
 from storm_zmq.runtime.launch import LaunchError, worker_python, worker_pythonpath
+from tests.messaging.conftest import free_port
 from tests.runtime.test_local_mode import THREADS, expected_counts, outputs, run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,3 +167,17 @@ def test_a_component_that_raises_on_a_pypy_worker_stops_the_run_with_its_traceba
     assert "component 'crash' task" in result.stderr
     assert result.stderr.count("ZeroDivisionError: the bolt divided by zero on purpose") == 1
     assert "Traceback" in result.stderr and "components.py" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_spark_spout_on_pypy_workers_says_it_needs_cpython(tmp_path: Path, pypy: str) -> None:
+    """pyspark and pyarrow are not in .venv-pypy: the spout's initialize() says so."""
+    result = subprocess.run(
+        [sys.executable, "-m", "storm_zmq.cli.main", "run", str(ROOT / "topologies" / "spark_wordcount.py"),
+         "-w", "1", "-t", "30", "-q", "-o", f"worker.python={pypy}",
+         "-o", f"supervisor.slots.ports=[{free_port()}]"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "spark spout 'lines_spout' task" in result.stderr
+    assert f"pyspark is not installed for {pypy}, the workers' interpreter" in result.stderr
+    assert "a SparkSpout runs on CPython workers (docs/pypy.md)" in result.stderr
