@@ -230,7 +230,7 @@ def tune_gc() -> None:
     """Call once after start-up, before the data starts moving. PyPy's collector is
     left as it is: it has no reference counting to free what the clock does not
     collect, and its generational, incremental passes cost what survives a young
-    pass, not what is alive (its young generation's size: `pypy_gc_nursery`)."""
+    pass, not what is alive (its young generation's size: `launch.PYPY_NURSERY`)."""
     if ON_PYPY:
         return
     gc.collect()
