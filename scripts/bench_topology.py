@@ -88,6 +88,7 @@ from storm_zmq.config import DEFAULTS, ConfigError, parse_override
 from storm_zmq.runtime.launch import (
     LOCAL_WORKER_MODULE,
     LaunchError,
+    interpreter_facts,
     worker_environment,
     worker_python,
 )
@@ -830,24 +831,13 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-_DESCRIBE = ("import json, platform, sys, msgpack, zmq; print(json.dumps({"
-             "'implementation': platform.python_implementation(), "
-             "'version': platform.python_version(), 'executable': sys.executable, "
-             "'pyzmq': zmq.pyzmq_version(), 'msgpack': '.'.join(map(str, msgpack.version))}))")
-
-
 def worker_interpreter(overrides: dict[str, Any]) -> dict[str, Any]:
     """What the workers run under (-o worker.python; docs/pypy.md), as they report it:
     the machine's "python" is this script's, which runs no tuple."""
     try:
-        python = worker_python(overrides)
+        described = interpreter_facts(worker_python(overrides))
     except LaunchError as exc:
         raise BenchError(str(exc)) from None
-    done = subprocess.run([python, "-c", _DESCRIBE], capture_output=True, text=True,
-                          timeout=60, env=worker_environment())
-    if done.returncode != 0:
-        raise BenchError(f"{python} cannot describe itself: {done.stderr.strip()[-300:]}")
-    described: dict[str, Any] = json.loads(done.stdout)
     if described["implementation"] == "PyPy":
         described["PYPY_GC_NURSERY"] = worker_environment()["PYPY_GC_NURSERY"]
     return described

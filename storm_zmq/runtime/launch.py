@@ -17,6 +17,7 @@ spec goes first.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
@@ -48,8 +49,39 @@ class LaunchError(Exception):
 #: What every worker imports besides the standard library (setup.cfg).
 WORKER_NEEDS = ("storm_zmq", "zmq", "msgpack", "yaml")
 _HOW = "for PyPy workers, bash scripts/pypy-env.sh makes .venv-pypy/bin/python (docs/pypy.md)"
-_PROBE = ("import importlib.util, sys; print(sys.version_info >= (3, 9), "
-          "*[m for m in sys.argv[1:] if importlib.util.find_spec(m) is None])")
+#: What an interpreter says of itself (`interpreter_facts`), as one JSON line.
+_PROBE = """
+import importlib.util, json, platform, sys
+facts = {"implementation": platform.python_implementation(),
+         "version": platform.python_version(), "executable": sys.executable,
+         "new_enough": sys.version_info >= (3, 9),
+         "missing": [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]}
+if not facts["missing"]:
+    import msgpack, zmq
+    facts.update(pyzmq=zmq.pyzmq_version(), msgpack=".".join(map(str, msgpack.version)))
+print(json.dumps(facts))
+"""
+
+
+def interpreter_facts(python: str) -> dict[str, Any]:
+    """What `python` says of itself, run as a worker would be: implementation,
+    version, executable, whether it is 3.9 or later, which of `WORKER_NEEDS` it
+    cannot import, and, when none, its pyzmq and msgpack versions. LaunchError when
+    it does not run or is not a Python."""
+    try:
+        probe = subprocess.run([python, "-c", _PROBE, *WORKER_NEEDS], capture_output=True,
+                               text=True, timeout=60, env=worker_environment())
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise LaunchError(f"{PYTHON_KEY}: {python} does not run ({exc}); {_HOW}") from None
+    lines = probe.stdout.splitlines()
+    try:
+        facts = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        facts = None
+    if not isinstance(facts, dict) or "missing" not in facts:  # no answer, or not this one
+        raise LaunchError(f"{PYTHON_KEY}: {python} is not a Python that runs "
+                          f"({probe.stderr.strip()[-200:] or 'no answer'}); {_HOW}")
+    return facts
 
 
 def worker_python(conf: dict[str, Any]) -> str:
@@ -66,31 +98,23 @@ def worker_python(conf: dict[str, Any]) -> str:
     found = os.path.abspath(found)  # a supervisor starts its workers in their own directory
     if found == os.path.abspath(sys.executable):
         return found
-    try:
-        probe = subprocess.run([found, "-c", _PROBE, *WORKER_NEEDS], capture_output=True,
-                               text=True, timeout=60, env=worker_environment())
-        answer = probe.stdout.split()
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise LaunchError(f"{PYTHON_KEY}: {found} does not run ({exc}); {_HOW}") from None
-    if probe.returncode != 0 or not answer or answer[0] not in ("True", "False"):
-        raise LaunchError(f"{PYTHON_KEY}: {found} is not a Python that runs "
-                          f"({probe.stderr.strip()[-200:] or 'no answer'}); {_HOW}")
-    if answer[0] == "False":
+    facts = interpreter_facts(found)
+    if not facts["new_enough"]:
         raise LaunchError(f"{PYTHON_KEY}: {found} is older than Python 3.9; {_HOW}")
-    if answer[1:]:
-        raise LaunchError(f"{PYTHON_KEY}: {found} cannot import {', '.join(answer[1:])}, "
+    if facts["missing"]:
+        raise LaunchError(f"{PYTHON_KEY}: {found} cannot import {', '.join(facts['missing'])}, "
                           f"which every worker needs; {_HOW}")
     return found
 
 
 def _owned_by_this_interpreter(entry: str) -> bool:
-    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    """Inside this interpreter's installation, or its user site-packages."""
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    if site.ENABLE_USER_SITE:
+        roots.add(site.getusersitepackages())
     path = os.path.abspath(entry)
-    if user_site and (path == user_site or path.startswith(user_site + os.sep)):
-        return True
-    return any(path == prefix or path.startswith(prefix.rstrip(os.sep) + os.sep)
-               for prefix in prefixes)
+    return any(os.path.commonpath([path, os.path.abspath(root)]) == os.path.abspath(root)
+               for root in roots)
 
 
 def worker_pythonpath(own_path: bool) -> str:
@@ -123,10 +147,9 @@ class WorkerProcess:
     end is the child's FD). Exit codes as multiprocessing gives them: the code, or
     minus the signal that ended it."""
 
-    def __init__(self, python: str, spec: dict[str, Any], name: str) -> None:
+    def __init__(self, python: str, spec: dict[str, Any]) -> None:
         self.python = python
         self.spec = spec
-        self.name = name
         self.pipe: Connection | None = None
         self._popen: subprocess.Popen[bytes] | None = None
 
@@ -144,10 +167,6 @@ class WorkerProcess:
             self.pipe.send_bytes(pickle.dumps(self.spec, protocol=4))
         except OSError:
             pass  # it died at start: the runner sees its exit
-
-    @property
-    def pid(self) -> int | None:
-        return None if self._popen is None else self._popen.pid
 
     @property
     def exitcode(self) -> int | None:

@@ -407,7 +407,7 @@ class _Runner:
                 # this host's workers: the run's, not every slot port (CPU pinning)
                 "host_ports": [worker.port for worker in self.assignment.workers],
             }
-            process = WorkerProcess(self.python, spec, name=f"worker-{index}")
+            process = WorkerProcess(self.python, spec)
             _start_deaf_to_ctrl_c(process)
             self.processes.append(process)
             self.pipes.append(process.pipe)

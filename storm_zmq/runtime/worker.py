@@ -134,21 +134,22 @@ def _describe_runner(runner: threading.Thread) -> str:
 # code is not said, and an executor stuck alone is not noticed (docs/pypy.md).
 
 
+def _running_frame(thread: threading.Thread) -> FrameType | None:
+    """The frame `thread` runs now; None under PyPy (above)."""
+    return None if ON_PYPY else sys._current_frames().get(thread.ident or -1)
+
+
 def _where_in_user_code(thread: threading.Thread) -> str:
     """``file:line in function`` of the innermost frame of the user's code that
     `thread` is running now ('' if none is, or under PyPy)."""
-    if ON_PYPY:
-        return ""
-    return user_code_line(sys._current_frames().get(thread.ident or -1))
+    return user_code_line(_running_frame(thread))
 
 
 def _outermost_user_frame(thread: threading.Thread) -> FrameType | None:
     """The outermost frame of the user's code that `thread` is running now: the
     call of a component's hook (`process`, `next_tuple`) the runtime made (None
     under PyPy)."""
-    if ON_PYPY:
-        return None
-    frame = sys._current_frames().get(thread.ident or -1)
+    frame = _running_frame(thread)
     found = None
     while frame is not None:
         if is_user_file(frame.f_code.co_filename):
