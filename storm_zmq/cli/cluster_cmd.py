@@ -32,6 +32,7 @@ from storm_zmq.cluster.requests import (
 )
 from storm_zmq.config import ConfigError, parse_override, validate_topology_conf
 from storm_zmq.metrics.summary import TopologyLayout
+from storm_zmq.signals import on_signals
 
 
 def _seconds(text: str) -> float:
@@ -157,15 +158,14 @@ def _daemon(args: argparse.Namespace, factory: Any) -> int:
 
     daemon = factory(conf)
 
-    def stop(*_: Any) -> None:
+    def stop() -> None:
         daemon.stopping.set()
         if hasattr(daemon, "state") and factory.__name__ == "Nimbus":
             daemon.state.stop()  # wakes a standby blocked in the election
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
     try:
-        return daemon.run()
+        with on_signals([signal.SIGTERM, signal.SIGINT], stop):
+            return daemon.run()
     except (ClusterUnavailable, LocalDirInUse, UnresolvableHostname) as exc:
         raise UsageError(str(exc)) from None
 

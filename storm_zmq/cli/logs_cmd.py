@@ -30,6 +30,7 @@ from typing import Any, TextIO
 
 from storm_zmq.cli import UsageError, add_config_arguments
 from storm_zmq.cluster.logviewer import WorkerLog, worker_logs
+from storm_zmq.signals import on_signals
 
 __all__ = ["FollowState", "RecordFilter", "WorkerLog", "worker_logs"]
 
@@ -252,10 +253,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         # Python raises KeyboardInterrupt only if it started with SIGINT at its
         # default, and a shell without job control starts a background command
         # with SIGINT ignored (the suite saw `logs -f` go on after SIGINT). A flag
-        # also ends the follow between polls, never inside a kazoo or HTTP call.
+        # also ends the follow between polls, never inside a kazoo or HTTP call;
+        # it is set outside the handler (storm_zmq.signals: the suite saw that hang).
         stopping = threading.Event()
-        previous = signal.signal(signal.SIGINT, lambda *_: stopping.set())
-        try:
+        with on_signals([signal.SIGINT], stopping.set):
             refreshed = time.monotonic()
             while not stopping.wait(FOLLOW_INTERVAL):  # the poll period
                 if time.monotonic() - refreshed >= REFRESH_INTERVAL:
@@ -275,6 +276,4 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
                     if stopping.is_set():
                         break
                     printer.poll(worker)
-        finally:
-            signal.signal(signal.SIGINT, previous)
         return 0

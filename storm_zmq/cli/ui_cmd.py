@@ -17,6 +17,7 @@ import threading
 from typing import Any
 
 from storm_zmq.cli import UsageError, add_config_arguments, load_config_from_args
+from storm_zmq.signals import on_signals
 
 
 def add_parser(subparsers: Any) -> None:
@@ -67,13 +68,12 @@ def serve_ui(args: argparse.Namespace) -> int:
     try:
         server = start_server(ClusterSource(state), host, port,
                               actions=bool(conf["ui.actions.enabled"]))
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: stopping.set())
-        print(f"storm-zmq UI at {server.url} (Prometheus metrics at {server.url}metrics; "
-              f"topology actions {'on' if server.actions else 'off: ui.actions.enabled'})",
-              flush=True)
-        while not stopping.wait(1.0):  # a timed wait: signals are handled promptly
-            pass
+        with on_signals([signal.SIGTERM, signal.SIGINT], stopping.set):
+            print(f"storm-zmq UI at {server.url} (Prometheus metrics at {server.url}metrics; "
+                  f"topology actions {'on' if server.actions else 'off: ui.actions.enabled'})",
+                  flush=True)
+            while not stopping.wait(1.0):  # a timed wait: signals are handled promptly
+                pass
         server.stop()
     finally:
         state.stop()

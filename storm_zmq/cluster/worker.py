@@ -34,6 +34,7 @@ from storm_zmq.logs import configure_worker_logging
 from storm_zmq.portable import format_exception_only
 from storm_zmq.runtime.assignment import WorkerSlot
 from storm_zmq.runtime.worker import Worker
+from storm_zmq.signals import on_signals
 
 log = logging.getLogger(__name__)
 
@@ -237,8 +238,21 @@ def main(argv: list[str] | None = None) -> int:
         restarts=args.restarts,
     )
     # The supervisor stops a worker with SIGTERM: stop gracefully (cleanup() runs).
-    signal.signal(signal.SIGTERM, lambda *_: control.command("stop"))
+    # (In a thread of its own: a queue put in the handler itself could wait for a
+    # lock the main thread holds, storm_zmq.signals.)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with on_signals([signal.SIGTERM], lambda: control.command("stop")):
+        code = _run(launch, conf, control)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # for a supervisor that adopted this worker (not its child: it cannot wait for it)
+        with contextlib.suppress(OSError):
+            record_exit(Path(args.launch_file).parent / EXIT_FILE, code)
+        os._exit(code)  # (inside: a SIGTERM until here is still a command)
+
+
+def _run(launch: dict[str, Any], conf: dict[str, Any], control: ZooKeeperControl) -> int:
+    """Run the worker; its exit code."""
     spec = {
         "conf": conf,
         "worker_index": launch["worker_index"],
@@ -250,21 +264,14 @@ def main(argv: list[str] | None = None) -> int:
     worker = Worker(spec, control)
     control.worker = worker
     try:
-        code = worker.run()
+        return worker.run()
     except BaseException as exc:
-
         log.exception("worker %d failed to start", launch["worker_index"])
         # a port it cannot bind, a topology that does not load: for stats and the UI too
         control.report_error(launch["worker_index"],
                              f"worker {launch['worker_index']} failed to start: "
                              + format_exception_only(exc).strip())
-        code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # for a supervisor that adopted this worker (not its child: it cannot wait for it)
-    with contextlib.suppress(OSError):
-        record_exit(Path(args.launch_file).parent / EXIT_FILE, code)
-    os._exit(code)
+        return 1
 
 
 if __name__ == "__main__":
