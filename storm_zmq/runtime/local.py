@@ -33,6 +33,7 @@ from storm_zmq.runtime.assignment import (
     workers_with_executors,
 )
 from storm_zmq.runtime.launch import LaunchError, WorkerProcess, worker_python
+from storm_zmq.runtime.reports import decode_report
 from storm_zmq.runtime.stats import RunStats
 from storm_zmq.topology import load_topology
 from storm_zmq.topology.definition import with_task_counts
@@ -594,7 +595,7 @@ class _Runner:
         alive = [p for i, p in enumerate(self.pipes) if i not in self.stopped]
         for pipe in wait(alive, timeout) if alive else []:
             try:
-                message = pipe.recv()
+                message = decode_report(pipe.recv_bytes())
             except (EOFError, OSError):
                 index = self.pipes.index(pipe)
                 self.stopped.add(index)

@@ -55,6 +55,7 @@ from storm_zmq.runtime.bolt_executor import BoltExecutor
 from storm_zmq.runtime.collector import StreamRoute
 from storm_zmq.runtime.executor import Executor, RemoteBatch, new_executor
 from storm_zmq.runtime.queues import BatchQueue, QueueClosed
+from storm_zmq.runtime.reports import encode_report
 from storm_zmq.runtime.serialization import (
     MalformedTuple,
     TupleId,
@@ -581,7 +582,7 @@ class PipeControl:
 
     def _send(self, message: tuple[Any, ...]) -> None:
         try:
-            self.pipe.send(message)
+            self.pipe.send_bytes(encode_report(message))
         except OSError:
             pass  # the runner is gone; it will not read this
 

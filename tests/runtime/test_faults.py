@@ -31,6 +31,7 @@ from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.assignment import WorkerSlot, acker_executors, assign
 from storm_zmq.runtime.launch import LOCAL_WORKER_MODULE
 from storm_zmq.runtime.local import RunOptions, prepare_run, run_local
+from storm_zmq.runtime.reports import decode_report
 from storm_zmq.runtime.worker import worker_main
 from tests.cluster.test_cluster import sink_ids, wait_for
 from tests.messaging.conftest import free_port
@@ -239,7 +240,7 @@ class WorkerProcess:
             if not self.pipe.poll(min(remaining, 0.5)):
                 assert self.process.is_alive(), f"worker died (exit {self.process.exitcode})"
                 continue
-            message = self.pipe.recv()
+            message = decode_report(self.pipe.recv_bytes())
             assert message[0] != "error", message[2]
             if message[0] == "stats":
                 self.reports.append(message[2])
@@ -250,7 +251,7 @@ class WorkerProcess:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self.pipe.poll(0.05):
-                message = self.pipe.recv()
+                message = decode_report(self.pipe.recv_bytes())
                 assert message[0] != "error", message[2]
                 if message[0] == "stats":
                     self.reports.append(message[2])
