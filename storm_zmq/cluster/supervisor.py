@@ -157,6 +157,8 @@ class Supervisor:
         self.logviewer: LogViewer | None = None
         self._local_dir_lock: int | None = None  # _lock_local_dir
         self._exit_streaks: dict[int, int] = {}  # port -> deaths in a row (_note_exit)
+        # port -> (topology id, launches refused in a row): _note_refused_launch
+        self._refused_streaks: dict[int, tuple[str, int]] = {}
         # (topology id, port) -> relaunches of a worker that died or hung: passed to
         # the worker, whose reports carry it (`stats`, the UI)
         self._restarts: dict[tuple[str, int], int] = {}
@@ -418,6 +420,24 @@ class Supervisor:
                     f", {streak} times in a row before its first heartbeat" if streak > 1 else "",
                     cause, logs[0])
 
+    def _note_refused_launch(self, topology_id: str, index: int, port: int, why: str) -> None:
+        """A worker its interpreter cannot run (`worker.python`): logged at ERROR and
+        recorded among the topology's errors, which `stats`, the UI and `submit
+        --wait` show, the first time and every EXIT_REPORT_EVERY-th round in a row
+        after. It was logged every monitor round, and shown nowhere else: the
+        submitter waited for workers that never came."""
+        previous, streak = self._refused_streaks.get(port, (topology_id, 0))
+        streak = streak + 1 if previous == topology_id else 1
+        self._refused_streaks[port] = (topology_id, streak)
+        if streak != 1 and streak % EXIT_REPORT_EVERY:
+            return
+        text = f"cannot launch worker {index} of {topology_id} on port {port}: {why}"
+        log.error("%s%s", text, f" ({streak} rounds in a row)" if streak > 1 else "")
+        try:
+            self.state.report_error(topology_id, "worker", text, host=self.host, port=port)
+        except Exception as exc:  # ZooKeeper away: the log has it
+            log.info("the error is not in ZooKeeper (stats, the UI): %s", exc)
+
     def _restart_dead_workers(self) -> None:
         """Without ZooKeeper: keep the current assignment alive. Not a worker that
         exited 0: it stopped itself (its slot is another's now, or its topology was
@@ -511,9 +531,10 @@ class Supervisor:
                launch: dict[str, Any], reason: str) -> None:
         try:
             python = worker_python(launch["conf"])
-        except LaunchError as exc:  # said each round until the topology or its config changes
-            log.error("cannot launch worker %d of %s on port %d: %s", index, topology_id, port, exc)
+        except LaunchError as exc:  # tried again each round: the interpreter may appear
+            self._note_refused_launch(topology_id, index, port, str(exc))
             return
+        self._refused_streaks.pop(port, None)
         (directory / "heartbeat").unlink(missing_ok=True)
         # The worker logs to its rotated .log itself; stdout/stderr are for what
         # bypasses logging (storm_zmq.logs), kept apart in a small .out file.
