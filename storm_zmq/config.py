@@ -431,6 +431,53 @@ PER_COMPONENT_KEYS = frozenset({
 JOINS_THE_TOPOLOGYS = frozenset({"topology.kryo.register"})
 
 
+_SPOUT_WAITS = ("a spout with nothing to emit sleeps topology.sleep.spout.wait.strategy.time.ms "
+                "(Storm's sleep strategy), the only spout wait strategy here")
+_JVM = "a JVM setting: the workers are Python processes (worker.python chooses the interpreter)"
+_MULTILANG = ("components run inside the Python worker process, not as multilang "
+              "subprocesses: there is no serializer or shell queue between them")
+
+#: Storm keys (a trailing "." stands for every key under it) that a Storm or
+#: streamparse project may carry and nothing here reads, with what a user should know
+#: instead. Their values are accepted, as user keys are, and `validate_topology_conf`
+#: warns about each one set, so that a setting that changes nothing is not taken for
+#: one that works.
+NOT_IMPLEMENTED: dict[str, str] = {
+    "topology.spout.wait.strategy": _SPOUT_WAITS,
+    "topology.spout.wait.progressive.": _SPOUT_WAITS,
+    "topology.bolt.wait.strategy": "an idle bolt executor waits on its input queue: no "
+                                   "bolt wait strategy applies",
+    "topology.bolt.wait.": "an idle bolt executor waits on its input queue: no bolt wait "
+                           "strategy applies",
+    "topology.backpressure.wait.strategy": "backpressure here is the bounded queues and the "
+                                           "throttle between workers: no wait strategy applies",
+    "topology.backpressure.wait.": "backpressure here is the bounded queues and the throttle "
+                                   "between workers: no wait strategy applies",
+    "topology.environment": "not implemented: a worker inherits the environment of its "
+                            "runner (storm-zmq run) or supervisor",
+    "topology.worker.childopts": _JVM,
+    "topology.worker.gc.childopts": _JVM,
+    "topology.worker.logwriter.childopts": _JVM,
+    "topology.worker.max.heap.size.mb": _JVM,
+    "worker.childopts": _JVM,
+    "worker.gc.childopts": _JVM,
+    "worker.heap.memory.mb": _JVM,
+    "topology.fall.back.on.java.serialization": "tuples cross workers as msgpack; "
+                                                "topology.kryo.register adds your own types",
+    "topology.multilang.serializer": _MULTILANG,
+    "topology.shellbolt.max.pending": _MULTILANG,
+}
+
+
+def not_implemented(key: str) -> str | None:
+    """What a user should know about Storm key `key`, which nothing here reads; None
+    for every other key."""
+    if key in NOT_IMPLEMENTED:
+        return NOT_IMPLEMENTED[key]
+    return next((why for prefix, why in NOT_IMPLEMENTED.items()
+                 if prefix.endswith(".") and key.startswith(prefix)), None)
+
+
 def component_may_set(key: str) -> bool:
     """Whether a component's own ``config`` counts for `key`: a per-component key,
     or a key of the user's (Storm drops every other known key from it)."""
@@ -640,7 +687,7 @@ def validate(conf: Mapping[str, Any], origins: Mapping[str, str] | None = None) 
         if not isinstance(key, str):
             raise ConfigError(f"config key {key!r} ({origins.get(key, DEFAULT_ORIGIN)}) is not a "
                               "string: keys are dotted names such as topology.workers")
-        if key not in SCHEMA:
+        if key not in SCHEMA and not_implemented(key) is None:  # (those are warned about)
             value = conf[key]
             if isinstance(value, Mapping) and any(k.startswith(f"{key}.") for k in SCHEMA):
                 # YAML nesting (`topology:` then `message.timeout.secs: 5`) is one
@@ -706,7 +753,8 @@ def validate_topology_conf(conf: Mapping[str, Any], definition: TopologyDefiniti
 
     Returns warnings for the caller to show: known keys a component's config sets
     that are not read per component (`PER_COMPONENT_KEYS`), whose value would
-    otherwise be dropped without a word, as Storm's executor drops it."""
+    otherwise be dropped without a word, as Storm's executor drops it; and Storm keys
+    set anywhere that nothing here reads (`NOT_IMPLEMENTED`)."""
     def at(what: str) -> str:
         return f" at {definition.sources[what]}" if what in definition.sources else ""
 
@@ -718,14 +766,21 @@ def validate_topology_conf(conf: Mapping[str, Any], definition: TopologyDefiniti
             component_origins = dict.fromkeys(component.config,
                                               f"component {name!r} config{at(name)}")
             validate({**conf, **component.config}, {**origins, **component_origins})
-    return [
+    unread = [(key, where, why) for key, where in
+              [*((k, origins.get(k, "storm.yaml")) for k in conf),
+               *((k, f"component {n!r} config{at(n)}") for n, c in definition.components.items()
+                 for k in c.config)]
+              if (why := not_implemented(key)) is not None]
+    return [f"{key} ({where}) is Storm's, and not used here: {why}"
+            for key, where, why in unread] + [
         f"component {name!r} config{at(name)} sets {', '.join(unused)}, which "
         f"{'is' if len(unused) == 1 else 'are'} read for the whole worker or topology, not "
         "per component: the component's value is not used (set it in the topology's config; "
         f"a component may set {', '.join(sorted(PER_COMPONENT_KEYS))})"
         for name, component in definition.components.items()
         if (unused := sorted(key for key in component.config
-                             if not component_may_set(key) and key not in JOINS_THE_TOPOLOGYS))
+                             if not component_may_set(key) and key not in JOINS_THE_TOPOLOGYS
+                             and not_implemented(key) is None))
     ]
 
 

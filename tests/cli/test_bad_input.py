@@ -370,6 +370,38 @@ def test_a_component_config_key_read_per_worker_is_said_to_be_unused(
         in warning), warning
 
 
+def test_storm_keys_nothing_here_reads_are_named_with_what_to_know(
+    isolated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Storm project's wait strategy, JVM options or multilang serializer changed
+    nothing and said nothing; now each one set is a warning naming where it was set
+    and what applies instead, and the run goes on."""
+    from storm_zmq.config import DEFAULTS
+    from storm_zmq.runtime.local import RunOptions, prepare_run
+
+    path = isolated / "topologies" / "compconf.py"
+    path.parent.mkdir()
+    path.write_text(COMPONENT_CONF_TOPOLOGY.format(
+        spout_config="{'topology.spout.wait.progressive.level1.count': 5}",
+        bolt_config="{'topology.debug': False}"))
+    prepare_run(RunOptions(
+        topology_file=str(path),
+        conf={**DEFAULTS, "topology.worker.childopts": "-Xmx2g"},
+        overrides={"topology.multilang.serializer": "org.apache.storm.multilang.JsonSerializer"}))
+    warnings = sorted(line for line in capsys.readouterr().err.splitlines()
+                      if line.startswith("warning:"))
+    assert len(warnings) == 3, warnings
+    assert warnings[0].startswith("warning: topology.multilang.serializer (-o "
+                                  "topology.multilang.serializer) is Storm's, and not used here: "
+                                  "components run inside the Python worker process")
+    assert warnings[1].startswith("warning: topology.spout.wait.progressive.level1.count "
+                                  "(component 's' config at ")
+    assert "topology.sleep.spout.wait.strategy.time.ms" in warnings[1]
+    assert warnings[2] == ("warning: topology.worker.childopts (storm.yaml) is Storm's, and not "
+                           "used here: a JVM setting: the workers are Python processes "
+                           "(worker.python chooses the interpreter)")
+
+
 # -- real processes: busy ports and a component that fails while others started ---------------
 
 
