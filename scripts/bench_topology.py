@@ -85,6 +85,7 @@ import msgpack
 import zmq
 
 from storm_zmq.config import DEFAULTS, ConfigError, parse_override
+from storm_zmq.portable import get_affinity
 from storm_zmq.runtime.launch import (
     LOCAL_WORKER_MODULE,
     LaunchError,
@@ -820,7 +821,7 @@ def machine_info() -> dict[str, Any]:
     except Exception:
         bytewax_version = None
     return {
-        "nproc": len(os.sched_getaffinity(0)),
+        "nproc": len(get_affinity()),
         "cpu": model,
         "platform": platform.platform(),
         "python": platform.python_version(),

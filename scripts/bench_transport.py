@@ -44,7 +44,6 @@ import gc
 import hashlib
 import json
 import multiprocessing
-import os
 import platform
 import random
 import socket
@@ -69,6 +68,7 @@ from storm_zmq.messaging import TRANSPORT_ALIASES, TaskMessage, load_context
 from storm_zmq.messaging.auth import TopologySecrets
 from storm_zmq.messaging.stream import FrameReader, length_prefix
 from storm_zmq.messaging.wire import decode_frame, encode_batch
+from storm_zmq.portable import get_affinity
 from storm_zmq.runtime.local import free_ports
 from storm_zmq.runtime.tuning import tune_gc
 
@@ -843,7 +843,7 @@ def machine_info() -> dict[str, Any]:
     except OSError:
         pass
     return {
-        "nproc": len(os.sched_getaffinity(0)),
+        "nproc": len(get_affinity()),
         "cpu": model,
         "platform": platform.platform(),
         "python": platform.python_version(),
