@@ -25,6 +25,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+
 @contextlib.contextmanager
 def on_signals(signums: Iterable[int], action: Callable[[], None]) -> Iterator[None]:
     """While the block runs, each of `signums` runs `action()` in a thread of this
@@ -49,8 +50,10 @@ def on_signals(signums: Iterable[int], action: Callable[[], None]) -> Iterator[N
 
     runner = threading.Thread(target=run_actions, name="signal-actions", daemon=True)
     runner.start()
-    previous = {signum: signal.signal(signum, handler) for signum in signums}
+    previous: dict[int, Any] = {}
     try:
+        for signum in signums:  # (outside the main thread this raises: all is undone)
+            previous[signum] = signal.signal(signum, handler)
         yield
     finally:
         for signum, before in previous.items():

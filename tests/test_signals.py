@@ -64,3 +64,21 @@ def test_the_previous_handlers_come_back() -> None:
         assert seen == [signal.SIGUSR1]
     finally:
         signal.signal(signal.SIGUSR1, before)
+
+
+def test_outside_the_main_thread_it_refuses_and_leaves_nothing_behind() -> None:
+    errors: list[BaseException] = []
+
+    def elsewhere() -> None:
+        try:
+            with on_signals([signal.SIGUSR1], lambda: None):
+                pass
+        except ValueError as exc:
+            errors.append(exc)
+
+    before = {t.name for t in threading.enumerate()}
+    thread = threading.Thread(target=elsewhere)
+    thread.start()
+    thread.join(10)
+    assert len(errors) == 1 and "main thread" in str(errors[0])
+    assert "signal-actions" not in {t.name for t in threading.enumerate()} - before

@@ -4,8 +4,8 @@ are encoded on their pipe.
 By marshal rather than the pipe's own pickle. Under PyPy (`worker.python`) pickle is
 Python code, and the report a worker sends every 0.5 s (thousands of latency samples,
 a dict per component) ran cold and half compiled: 2-20 ms of the interpreter lock
-that the worker's executor threads waited for, and the largest part of PyPy's
-latency tail (docs/benchmarks.md, session 38). PyPy's marshal is built in: 0.5 ms for
+that the worker's executor threads waited for, one of the causes of PyPy's latency
+tail (docs/benchmarks.md, session 38). PyPy's marshal is built in: 0.5 ms for
 such a report from the first one. Version 4 is what both CPython 3.11 and PyPy 3.9
 write and read (a newer CPython's marshal.version may be higher: the version is fixed
 here, as the runner and the worker may run different interpreters). A message with a
