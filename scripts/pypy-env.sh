@@ -14,20 +14,11 @@ if ! command -v "$pypy" >/dev/null 2>&1; then
     echo "no $pypy on PATH: install PyPy 3 (Debian: apt-get install pypy3) or set PYPY=/path/to/pypy3" >&2
     exit 1
 fi
-if [ ! -x "$venv/bin/python" ]; then
-    echo "creating $venv" >&2
-    "$pypy" -m venv "$venv" >&2
-fi
-stamp="$venv/.storm-zmq-installed"
+source "$root/scripts/venv.sh"
+install() {
+    "$1" -m pip install -r "$root/constraints-pypy.txt"
+}
 want=$(sha256sum "$root/constraints-pypy.txt" | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "installing the workers' dependencies into $venv" >&2
-    log="$venv/install.log"
-    if ! "$venv/bin/python" -m pip install -r "$root/constraints-pypy.txt" > "$log" 2>&1; then
-        tail -n 40 "$log" >&2
-        echo "installing into $venv failed; the whole log is $log" >&2
-        exit 1
-    fi
-    echo "$want" > "$stamp"
-fi
+ensure_venv "$pypy" "$venv" "$want" "installing the workers' dependencies into $venv" \
+    "into $venv" install
 echo "$venv/bin/python"
