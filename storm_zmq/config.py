@@ -443,14 +443,9 @@ _MULTILANG = ("components run inside the Python worker process, not as multilang
 #: warns about each one set, so that a setting that changes nothing is not taken for
 #: one that works.
 NOT_IMPLEMENTED: dict[str, str] = {
-    "topology.spout.wait.strategy": _SPOUT_WAITS,
-    "topology.spout.wait.progressive.": _SPOUT_WAITS,
-    "topology.bolt.wait.strategy": "an idle bolt executor waits on its input queue: no "
-                                   "bolt wait strategy applies",
+    "topology.spout.wait.": _SPOUT_WAITS,  # .strategy, .progressive.level1.count, ...
     "topology.bolt.wait.": "an idle bolt executor waits on its input queue: no bolt wait "
                            "strategy applies",
-    "topology.backpressure.wait.strategy": "backpressure here is the bounded queues and the "
-                                           "throttle between workers: no wait strategy applies",
     "topology.backpressure.wait.": "backpressure here is the bounded queues and the throttle "
                                    "between workers: no wait strategy applies",
     "topology.environment": "not implemented: a worker inherits the environment of its "

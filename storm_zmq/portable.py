@@ -11,7 +11,6 @@ CLI, nimbus, the UI, the Spark spout) may use all of 3.11.
 from __future__ import annotations
 
 import ctypes
-import gc
 import os
 import sys
 import traceback
@@ -50,13 +49,6 @@ def add_note(exc: BaseException, note: str) -> None:
             notes = []
             exc.__notes__ = notes  # type: ignore[attr-defined]
         notes.append(note)
-
-
-def freeze_heap() -> None:
-    """Move what start-up made out of the collector's way (`gc.freeze`, CPython 3.7+;
-    PyPy's collector has no such generation to leave out)."""
-    if hasattr(gc, "freeze"):
-        gc.freeze()
 
 
 _CPU_SET_BYTES = 128  # glibc's cpu_set_t: 1024 CPUs

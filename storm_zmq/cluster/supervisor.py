@@ -620,13 +620,13 @@ class Supervisor:
 
 #: Settings of this host that win over the topology's: how it reaches ZooKeeper,
 #: where it keeps things, how its workers run, its slots, its transport settings.
-#: Host settings that a topology's own setting overrides (`worker_conf`).
-TOPOLOGY_MAY_CHOOSE = ("storm.messaging.", "worker.python")
 HOST_PREFIXES = ("storm.zookeeper.", "storm.local.", "worker.", "storm.messaging.",
                  "supervisor.slots.ports",
                  # the grace this supervisor gives a starting worker, by which the
                  # worker times its "still waiting for initialize()" notices
                  "supervisor.worker.start.timeout.secs")
+#: Host settings that a topology's own setting overrides (`worker_conf`).
+TOPOLOGY_MAY_CHOOSE = ("storm.messaging.", "worker.python")
 
 
 def _try_lock(local_dir: Path) -> tuple[int | None, str]:
@@ -764,8 +764,8 @@ def settings_the_hosts_decide(chosen: Iterable[str]) -> list[str]:
     chose them;
     ``storm.zookeeper.*`` and ``storm.local.*`` are the hosts' too, but a submit's
     own ``-o`` of those is for reaching the cluster, not for the workers."""
-    decided = tuple(prefix for prefix in HOST_PREFIXES if not prefix.startswith(
-        ("storm.messaging.", "storm.zookeeper.", "storm.local.")))
+    decided = tuple(prefix for prefix in HOST_PREFIXES
+                    if not prefix.startswith(("storm.zookeeper.", "storm.local.")))
     return sorted(key for key in chosen
                   if key.startswith(decided) and not key.startswith(TOPOLOGY_MAY_CHOOSE))
 

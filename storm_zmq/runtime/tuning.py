@@ -61,7 +61,7 @@ import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
-from storm_zmq.portable import ON_PYPY, freeze_heap, get_affinity, set_affinity
+from storm_zmq.portable import ON_PYPY, get_affinity, set_affinity
 from storm_zmq.runtime.balance import largest_share
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,7 @@ def tune_gc() -> None:
     if ON_PYPY:
         return
     gc.collect()
-    freeze_heap()
+    gc.freeze()  # (CPython only: PyPy has none, and returned above)
     gc.disable()
 
 
