@@ -94,6 +94,7 @@ from storm_zmq.runtime.launch import (
     worker_python,
 )
 from storm_zmq.runtime.local import RunOptions, free_ports, run_local
+from storm_zmq.runtime.tuning import CPYTHON_RECEIVE_BUFFER, PYPY_RECEIVE_BUFFER
 from storm_zmq.runtime.worker import STATS_INTERVAL
 from storm_zmq.topology.errors import TopologyError
 
@@ -1035,8 +1036,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"length of each --slow-bolt run (default {SLOW_SECONDS:g})")
     parser.add_argument("--slow-queue", type=int, default=SLOW_QUEUE,
                         help=f"topology.executor.receive.buffer.size of the --slow-bolt runs "
-                             f"(default {SLOW_QUEUE}; the runtime's default is "
-                             f"{DEFAULTS['topology.executor.receive.buffer.size']})")
+                             f"(default {SLOW_QUEUE}; the runtime's is "
+                             f"{CPYTHON_RECEIVE_BUFFER} on CPython workers, {PYPY_RECEIVE_BUFFER} on PyPy)")
     parser.add_argument("-o", "--override", metavar="KEY=VALUE", action="append", default=[],
                         help="a topology config value for every run (repeatable), e.g. "
                              "-o worker.cpu.pinning=true; --slow-bolt keeps its own rate, "

@@ -314,11 +314,14 @@ SCHEMA: dict[str, Setting] = {
         True, "bool", "false: tuple trees never time out (Storm's key): a tree lost to a "
         "dead worker stays pending for ever, holding a place of topology.max.spout.pending."),
     "topology.executor.receive.buffer.size": Setting(
-        4096, "int", "Capacity of each executor's receive queue in tuples; a full queue "
-        "is backpressure. (Storm's default is 32768; here tuples wait as Python objects, "
-        "and a few batches' worth keeps them in the CPU caches and the garbage collector's "
-        "passes short, while leaving room for what peers send before a throttle reaches "
-        "them: docs/benchmarks.md.)", minimum=1),
+        None, "int", "Capacity of each executor's receive queue in tuples; a full queue "
+        "is backpressure. null: chosen by the workers' interpreter "
+        "(`tuning.receive_buffer_size`): 4096 on CPython, where tuples wait as Python "
+        "objects and a few batches' worth keeps them in the CPU caches and the garbage "
+        "collector's passes short while leaving room for what peers send before a "
+        "throttle reaches them; Storm's 32768 on PyPy, which runs a queue's worth about "
+        "four times as fast, so 4096 drained before a throttle's round trip between "
+        "workers ended (docs/pypy.md).", nullable=True, minimum=1),
     "topology.transfer.buffer.size": Setting(
         1000, "int", "Capacity of each worker's outbound transfer queue.", minimum=1),
     "topology.transfer.batch.size": Setting(

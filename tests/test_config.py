@@ -154,7 +154,7 @@ def test_defaults_are_storms_names_and_values() -> None:
         "topology.message.timeout.secs": 30,
         "topology.enable.message.timeouts": True,
         "topology.max.task.parallelism": None,
-        "topology.executor.receive.buffer.size": 4096,
+        "topology.executor.receive.buffer.size": None,
         "topology.transfer.buffer.size": 1000,
         "topology.transfer.batch.size": 1000,
         "topology.producer.batch.size": 100,

@@ -72,6 +72,7 @@ from storm_zmq.runtime.tuning import (
     CollectionClock,
     RunnableMeter,
     pin_worker,
+    receive_buffer_size,
     tune_gc,
     wake_without_preempting,
 )
@@ -207,7 +208,7 @@ class WorkerState:
         # handed over yet (a peer's connection still being made): in no queue either.
         self.sending = 0
         self.local_executors = assignment.executors_of(worker_index)
-        receive_size = int(conf["topology.executor.receive.buffer.size"])
+        receive_size = receive_buffer_size(conf)
         self._executor_tasks = {e.index: e.tasks for e in self.local_executors}
         self.queues: dict[int, BatchQueue[Any]] = {
             e.index: BatchQueue(receive_size) for e in self.local_executors

@@ -8,6 +8,7 @@ The PyPy tests need Debian's pypy3 (scripts/system-deps.sh installs it as root) 
 from __future__ import annotations
 
 import fnmatch
+import io
 import os
 import subprocess
 import sys
@@ -15,16 +16,21 @@ import threading
 import tomllib
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import storm_zmq
 from storm_zmq import portable
+from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.launch import LaunchError, worker_python, worker_pythonpath
+from storm_zmq.runtime.local import RunOptions, run_local
+from storm_zmq.runtime.tuning import PYPY_RECEIVE_BUFFER
 from tests.messaging.conftest import free_port
 from tests.runtime.test_local_mode import THREADS, expected_counts, outputs, run
 
 ROOT = Path(__file__).resolve().parents[2]
+PROJECT = Path(__file__).parent / "project"
 
 
 # --- the interpreter and its path -------------------------------------------------
@@ -139,6 +145,28 @@ def test_word_counts_are_exact_on_two_pypy_workers(
     assert sorted(i for s in spouts.values() for i in s["acked"]) == list(range(count))
     assert {s["python"] for s in spouts.values()} == {"pypy"}, "the spout ran on PyPy"
     assert f"acking on, python {pypy}" in result.stdout, "the run says which interpreter"
+
+
+@pytest.mark.slow
+def test_pypy_workers_queue_storms_32768_tuples_per_executor_unless_told(tmp_path: Path, pypy: str) -> None:
+    """topology.executor.receive.buffer.size null is chosen by the worker's interpreter
+    (CPython's 4096: tests/runtime/test_metrics_report.py); a value set is kept."""
+    for setting, expected in ((None, PYPY_RECEIVE_BUFFER), (100, 100)):
+        latest: dict[int, dict[str, Any]] = {}
+        options = RunOptions(
+            topology_file=str(PROJECT / "topologies" / "wordcount.py"), conf=dict(DEFAULTS),
+            workers=2, progress=False,
+            overrides={"supervisor.slots.ports": [free_port(), free_port()],
+                       "test.output_dir": str(tmp_path), "test.count": 200, "worker.python": pypy,
+                       "topology.executor.receive.buffer.size": setting},
+            on_report=latest.__setitem__,
+        )
+        result = run_local(options, io.StringIO())
+        assert result.exit_code == 0 and result.reason == "every spout is exhausted"
+        for name in ("split", "count"):
+            entries = [r["components"][name] for r in latest.values() if name in r["components"]]
+            assert entries and all(e["queue_capacity"] == e["executors"] * expected for e in entries), (
+                setting, name, entries)
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import pytest
 
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.local import RunOptions, run_local
+from storm_zmq.runtime.tuning import receive_buffer_size
 from tests.messaging.conftest import free_port
 from tests.runtime.test_local_mode import sentences
 
@@ -66,8 +67,7 @@ def test_reports_count_what_the_topology_did(tmp_path: Path) -> None:
                 assert entry["capacity"] is None
             else:
                 assert 0.0 <= entry["capacity"] <= 1.0, name
-            assert entry["queue_capacity"] == entry["executors"] * DEFAULTS[
-                "topology.executor.receive.buffer.size"]
+            assert entry["queue_capacity"] == entry["executors"] * receive_buffer_size(DEFAULTS)
             by_executor = entry["by_executor"]
             assert len(by_executor) == entry["executors"]
             assert sorted(t for e in by_executor for t in e["tasks"]) == sorted(entry["tasks"])

@@ -18,10 +18,13 @@ import pytest
 from storm_zmq.config import DEFAULTS
 from storm_zmq.runtime.local import RunOptions, run_local
 from storm_zmq.runtime.tuning import (
+    CPYTHON_RECEIVE_BUFFER,
     HOST_SLOT_KEY,
+    PYPY_RECEIVE_BUFFER,
     RunnableMeter,
     host_slot,
     host_slots,
+    receive_buffer_size,
     slot_cpu,
     wake_without_preempting,
     worker_cpu,
@@ -291,3 +294,11 @@ def test_workers_of_a_run_are_pinned_to_one_cpu_each_unless_told_not_to(pinning:
         assert set(threads.values()) == {expected}, (worker, threads)
     # the receive and send threads, pinned or not; no executor, no ZeroMQ I/O thread
     assert batch == {0: 2, 1: 2}
+
+
+def test_a_null_receive_buffer_is_chosen_by_the_interpreter_and_a_set_one_kept() -> None:
+    assert DEFAULTS["topology.executor.receive.buffer.size"] is None
+    assert receive_buffer_size(DEFAULTS, on_pypy=False) == CPYTHON_RECEIVE_BUFFER == 4096
+    assert receive_buffer_size(DEFAULTS, on_pypy=True) == PYPY_RECEIVE_BUFFER == 32768  # Storm's
+    for on_pypy in (False, True):
+        assert receive_buffer_size({"topology.executor.receive.buffer.size": 4096}, on_pypy) == 4096
