@@ -845,6 +845,21 @@ def worker_interpreter(overrides: dict[str, Any]) -> dict[str, Any]:
     return described
 
 
+#: How long PyPy's JIT goes on compiling a worker's paths (docs/pypy.md, "Warm-up"):
+#: a window that starts earlier measures part of its warm-up.
+PYPY_WARM_AFTER = 15.0
+
+
+def warm_up_note(workers: dict[str, Any], seconds: float) -> str | None:
+    """What to tell a user whose PyPy runs are too short to leave the JIT's warm-up
+    out of their window; None when they are long enough, or the workers are CPython's."""
+    if workers.get("implementation") != "PyPy" or warmup_seconds(seconds) >= PYPY_WARM_AFTER:
+        return None
+    return (f"note: the window of a {seconds:g} s run starts {warmup_seconds(seconds):g} s in, "
+            f"while PyPy's JIT still compiles (about {PYPY_WARM_AFTER:g} s): "
+            f"--seconds {PYPY_WARM_AFTER / WARMUP_FRACTION:g} measures PyPy warm (docs/pypy.md)")
+
+
 def _count(rate: float | None) -> str:
     if rate is None:
         return "-"
@@ -1216,6 +1231,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         workers = worker_interpreter(args.overrides)
         print(f"workers: {workers['implementation']} {workers['version']} "
               f"({workers['executable']})", flush=True)
+        note = None if args.slow_bolt else warm_up_note(workers, args.seconds)
+        if note is not None:
+            print(note, flush=True)
         report = run_slow(args) if args.slow_bolt else run_matrix(args)
         report["workers_python"] = workers
     except BenchError as exc:

@@ -44,6 +44,15 @@ def test_the_report_names_the_interpreter_the_workers_run_under(
         bench.worker_interpreter({"worker.python": "no-such-python"})
 
 
+def test_a_short_pypy_run_is_told_it_measures_the_jits_warm_up(bench: ModuleType) -> None:
+    pypy, cpython = {"implementation": "PyPy"}, {"implementation": "CPython"}
+    note = bench.warm_up_note(pypy, 10.0)
+    assert note is not None and "starts 2.5 s in" in note and "--seconds 60" in note
+    assert bench.warm_up_note(pypy, 40.0) is not None  # the first 10 s left out: not enough
+    assert bench.warm_up_note(pypy, 60.0) is None  # the first 15
+    assert bench.warm_up_note(cpython, 10.0) is None
+
+
 def test_window_rate_sums_per_worker_rates_inside_the_window(bench: ModuleType) -> None:
     def snap(t: float, worker: int, executed: int) -> tuple:
         return (t, worker, {"count_bolt": {"executed": executed}}, 0)
