@@ -853,9 +853,10 @@ PYPY_WARM_AFTER = 15.0
 def warm_up_note(workers: dict[str, Any], seconds: float) -> str | None:
     """What to tell a user whose PyPy runs are too short to leave the JIT's warm-up
     out of their window; None when they are long enough, or the workers are CPython's."""
-    if workers.get("implementation") != "PyPy" or warmup_seconds(seconds) >= PYPY_WARM_AFTER:
+    starts = warmup_seconds(seconds)
+    if workers.get("implementation") != "PyPy" or starts >= PYPY_WARM_AFTER:
         return None
-    return (f"note: the window of a {seconds:g} s run starts {warmup_seconds(seconds):g} s in, "
+    return (f"note: the window of a {seconds:g} s run starts {starts:g} s in, "
             f"while PyPy's JIT still compiles (about {PYPY_WARM_AFTER:g} s): "
             f"--seconds {PYPY_WARM_AFTER / WARMUP_FRACTION:g} measures PyPy warm (docs/pypy.md)")
 

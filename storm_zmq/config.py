@@ -764,13 +764,11 @@ def validate_topology_conf(conf: Mapping[str, Any], definition: TopologyDefiniti
             component_origins = dict.fromkeys(component.config,
                                               f"component {name!r} config{at(name)}")
             validate({**conf, **component.config}, {**origins, **component_origins})
-    unread = [(key, where, why) for key, where in
-              [*((k, origins.get(k, "storm.yaml")) for k in conf),
-               *((k, f"component {n!r} config{at(n)}") for n, c in definition.components.items()
-                 for k in c.config)]
-              if (why := not_implemented(key)) is not None]
+    set_where = [(key, origins.get(key, "storm.yaml")) for key in conf]
+    set_where += [(key, f"component {name!r} config{at(name)}")
+                  for name, component in definition.components.items() for key in component.config]
     return [f"{key} ({where}) is Storm's, and not used here: {why}"
-            for key, where, why in unread] + [
+            for key, where in set_where if (why := not_implemented(key)) is not None] + [
         f"component {name!r} config{at(name)} sets {', '.join(unused)}, which "
         f"{'is' if len(unused) == 1 else 'are'} read for the whole worker or topology, not "
         "per component: the component's value is not used (set it in the topology's config; "

@@ -80,6 +80,13 @@ log = logging.getLogger(__name__)
 #: first time and every this many times in a row after (a launch every round:
 #: about once a minute with supervisor.monitor.frequency.secs 3).
 EXIT_REPORT_EVERY = 20
+
+
+def _worth_saying(streak: int) -> bool:
+    """Whether the `streak`-th trouble in a row is said: the first, and every
+    EXIT_REPORT_EVERY-th after (a worker that dies, a launch refused)."""
+    return streak == 1 or streak % EXIT_REPORT_EVERY == 0
+
 #: How much of the end of a worker's log is searched for the exception it died of.
 LOG_TAIL_BYTES = 16384
 _EXCEPTION_LINE = re.compile(r"\b([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Refused)): (.+)$")
@@ -410,7 +417,7 @@ class Supervisor:
         else:
             streak = self._exit_streaks.get(worker.port, 0) + 1
         self._exit_streaks[worker.port] = streak
-        if streak != 1 and streak % EXIT_REPORT_EVERY:
+        if not _worth_saying(streak):
             return
         logs = [worker_log_path(self.logs_dir, worker.topology_id, worker.port),
                 self.logs_dir / worker_output_name(worker.topology_id, worker.port)]
@@ -429,7 +436,7 @@ class Supervisor:
         previous, streak = self._refused_streaks.get(port, (topology_id, 0))
         streak = streak + 1 if previous == topology_id else 1
         self._refused_streaks[port] = (topology_id, streak)
-        if streak != 1 and streak % EXIT_REPORT_EVERY:
+        if not _worth_saying(streak):
             return
         text = f"cannot launch worker {index} of {topology_id} on port {port}: {why}"
         log.error("%s%s", text, f" ({streak} rounds in a row)" if streak > 1 else "")

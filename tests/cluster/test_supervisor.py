@@ -7,7 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from storm_zmq.cluster.supervisor import check_resolves, settings_the_hosts_decide, worker_conf
+from storm_zmq.cluster.supervisor import (
+    EXIT_REPORT_EVERY,
+    _worth_saying,
+    check_resolves,
+    settings_the_hosts_decide,
+    worker_conf,
+)
 from storm_zmq.config import DEFAULTS
 
 TCP = "storm_zmq.messaging.tcp.Context"
@@ -169,3 +175,8 @@ def test_a_supervisor_whose_hostname_does_not_resolve_refuses_to_start(tmp_path:
     assert "storm.local.hostname 'nosuchhost.invalid' does not resolve on this host" in result.stderr
     assert "Traceback" not in result.stderr
     check_resolves("localhost")  # and a name that does resolve passes
+
+
+def test_trouble_in_a_row_is_said_the_first_time_and_every_nth_after() -> None:
+    said = [streak for streak in range(1, 3 * EXIT_REPORT_EVERY + 1) if _worth_saying(streak)]
+    assert said == [1, EXIT_REPORT_EVERY, 2 * EXIT_REPORT_EVERY, 3 * EXIT_REPORT_EVERY]
