@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from storm_zmq.runtime import serialization
 from storm_zmq.runtime.acking import fold_ack
 from storm_zmq.runtime.serialization import (
     MalformedTuple,
@@ -25,6 +26,17 @@ from storm_zmq.runtime.serialization import (
 )
 
 U64_MAX = 2**64 - 1
+
+
+@pytest.fixture(autouse=True, scope="module", params=[False, True], ids=["msgpack", "flat"])
+def flat_payloads(request: pytest.FixtureRequest) -> object:
+    """Every test twice: payloads through msgpack alone (CPython's path), and
+    through `flat_payloads` first (PyPy's), which must not change what any test
+    sees. (Module-scoped: hypothesis refuses function-scoped fixtures.)"""
+    saved = serialization.FLAT_PAYLOADS
+    serialization.FLAT_PAYLOADS = request.param
+    yield request.param
+    serialization.FLAT_PAYLOADS = saved
 
 
 def decode_tuple(payload: bytes) -> tuple:
