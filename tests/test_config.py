@@ -141,6 +141,7 @@ def test_defaults_are_storms_names_and_values() -> None:
         "worker.cpu.pinning": True,
         "worker.shared.executor.thread": True,
         "worker.python": None,  # ours: the interpreter running storm-zmq
+        "worker.pypy.jit.trace_limit": 1000,  # ours: PyPy's own is 6000
         "worker.log.max.bytes": 10485760,
         "worker.log.backups": 5,
         "logviewer.port": 8000,

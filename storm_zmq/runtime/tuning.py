@@ -243,6 +243,28 @@ def receive_buffer_size(conf: Mapping[str, Any], on_pypy: bool = ON_PYPY) -> int
     return PYPY_RECEIVE_BUFFER if on_pypy else CPYTHON_RECEIVE_BUFFER
 
 
+#: The key of PyPy's JIT trace limit for workers (its doc in storm_zmq.config).
+TRACE_LIMIT_KEY = "worker.pypy.jit.trace_limit"
+
+
+def tune_jit(conf: Mapping[str, Any], port: int) -> None:
+    """PyPy's JIT with `worker.pypy.jit.trace_limit`; nothing on CPython or when the
+    key is null. Call at start-up, before the loops of the data path are traced.
+
+    Why: the JIT compiles a trace in the thread that made it hot, holding the
+    interpreter lock, so every thread of the worker waits: at PyPy's trace limit,
+    6000 operations, compiles of 10-35 ms kept coming for a minute after start and
+    made most of two PyPy workers' p99 complete latency (docs/pypy.md)."""
+    limit = conf.get(TRACE_LIMIT_KEY)
+    if not ON_PYPY or limit is None:
+        return
+    import pypyjit  # PyPy's own module
+
+    pypyjit.set_param(f"trace_limit={int(limit)}")
+    log.info("worker on port %d: PyPy's JIT records at most %d operations a trace (%s)",
+             port, int(limit), TRACE_LIMIT_KEY)
+
+
 def tune_gc() -> None:
     """Call once after start-up, before the data starts moving. PyPy's collector is
     left as it is: it has no reference counting to free what the clock does not

@@ -74,6 +74,7 @@ from storm_zmq.runtime.tuning import (
     pin_worker,
     receive_buffer_size,
     tune_gc,
+    tune_jit,
     wake_without_preempting,
 )
 from storm_zmq.topology import load_topology
@@ -638,6 +639,7 @@ class Worker:
         port = self.assignment.workers[self.index].port
         # before any thread of the data path starts; a local run names its ports
         pin_worker(self.conf, port, self.spec.get("host_ports"))
+        tune_jit(self.conf, port)
         topology = load_topology(self.spec["topology_file"], self.spec.get("topology_name"))
         definition = topology.definition()
         state = self.state = WorkerState(self.conf, definition, self.assignment, self.index)

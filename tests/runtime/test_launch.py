@@ -145,6 +145,8 @@ def test_word_counts_are_exact_on_two_pypy_workers(
     assert sorted(i for s in spouts.values() for i in s["acked"]) == list(range(count))
     assert {s["python"] for s in spouts.values()} == {"pypy"}, "the spout ran on PyPy"
     assert f"acking on, python {pypy}" in result.stdout, "the run says which interpreter"
+    assert result.stderr.count("PyPy's JIT records at most 1000 operations a trace") == 2, (
+        "each worker sets worker.pypy.jit.trace_limit")
 
 
 @pytest.mark.slow

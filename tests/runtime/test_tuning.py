@@ -4,6 +4,7 @@ transport threads' scheduling policy, and the garbage-collection clock."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from storm_zmq.runtime.tuning import (
     host_slots,
     receive_buffer_size,
     slot_cpu,
+    tune_jit,
     wake_without_preempting,
     worker_cpu,
 )
@@ -308,3 +310,43 @@ def test_a_null_receive_buffer_is_chosen_by_the_interpreter_and_a_set_one_kept()
     assert receive_buffer_size(DEFAULTS, on_pypy=True) == PYPY_RECEIVE_BUFFER == 32768  # Storm's
     for on_pypy in (False, True):
         assert receive_buffer_size({"topology.executor.receive.buffer.size": 4096}, on_pypy) == 4096
+
+
+#: Under PyPy: a loop hot enough to be traced, whose trace is longer than 100
+#: operations; prints how often the JIT gave up on a trace for its length.
+_TRACE_A_LONG_LOOP = """
+import json, logging, sys, pypyjit
+from storm_zmq.runtime.tuning import tune_jit
+logging.basicConfig(level=logging.INFO)
+too_long = []
+pypyjit.set_abort_hook(lambda driver, greenkey, reason, *rest: too_long.append(reason))
+tune_jit(json.loads(sys.argv[1]), 6700)
+
+def body(i):
+    total = 0
+    for j in range(20):
+        total += (i * j) % 7 + len(str(j))
+    return total
+
+print(sum(body(i) for i in range(20000)) > 0, len(too_long))
+"""
+
+
+@pytest.mark.parametrize(("limit", "cut"), [(100, True), (None, False)])
+def test_a_pypy_worker_gives_its_jit_the_trace_limit_it_was_given(
+    pypy: str, limit: int | None, cut: bool,
+) -> None:
+    """Null leaves PyPy's own limit (6000), which this loop's trace fits in."""
+    conf = {"worker.pypy.jit.trace_limit": limit}
+    result = subprocess.run([pypy, "-c", _TRACE_A_LONG_LOOP, json.dumps(conf)], capture_output=True,
+                            text=True, timeout=120, cwd=REPO)
+    ran, too_long = result.stdout.split()
+    assert ran == "True", result.stderr
+    assert (int(too_long) > 0) is cut, result.stdout
+    assert ("records at most 100 operations" in result.stderr) is cut
+
+
+def test_cpython_workers_leave_the_jit_setting_alone(caplog: pytest.LogCaptureFixture) -> None:
+    assert DEFAULTS["worker.pypy.jit.trace_limit"] == 1000
+    tune_jit(DEFAULTS, 6700)  # would fail to import pypyjit if it tried
+    assert "PyPy's JIT" not in caplog.text
