@@ -162,12 +162,31 @@ def test_a_run_of_one_tree_ids_travels_as_root_edge_pairs() -> None:
 
 
 @pytest.mark.parametrize(("entries", "expected"), [
+    ([{3: 4}], [3, 4]),  # a spout's tracked emit: a dict of its one root
+    ([{1: 2}, {U64_MAX: 0}], [1, 2, U64_MAX, 0]),
+    ([one_tree_id(1, 2), {3: 4}], [1, 2, 3, 4]),
+    ([{3: 4}, one_tree_id(1, 2)], [3, 4, 1, 2]),
+    ([], None),
+])
+def test_a_run_whose_every_tuple_is_in_one_tree_travels_as_pairs(entries: list, expected: object) -> None:
+    roots = wire_roots(entries)
+    assert roots == expected
+    if entries:
+        values = [["v"]] * len(entries)
+        decoded = decode_tuples(encode_tuples(7, "s", roots, values, "c"))
+        assert roots_per_tuple(decoded[2], len(entries)) == [
+            entry.roots if isinstance(entry, TupleId) else entry for entry in entries]
+
+
+@pytest.mark.parametrize(("entries", "expected"), [
     ([None, None], None),
     ([one_tree_id(1, 2), None], [{1: 2}, None]),
     ([None, one_tree_id(1, 2)], [None, {1: 2}]),
-    ([one_tree_id(1, 2), {3: 4}], [{1: 2}, {3: 4}]),
+    ([one_tree_id(1, 2), {3: 4, 5: 6}], [{1: 2}, {3: 4, 5: 6}]),
+    ([{3: 4}, {5: 6, 7: 8}], [{3: 4}, {5: 6, 7: 8}]),
     ([one_tree_id(1, 2), TupleId({3: 4, 5: 6})], [{1: 2}, {3: 4, 5: 6}]),
-    ([{3: 4}], [{3: 4}]),
+    ([{3: 4}, None], [{3: 4}, None]),
+    ([{3: 4}, {}], [{3: 4}, {}]),
     ([one_tree_id(1, 2), TupleId({})], [{1: 2}, {}]),  # an id in no tree: a map, as before
 ])
 def test_a_run_with_any_other_entry_travels_as_a_map_per_tuple(entries: list, expected: object) -> None:
