@@ -7,7 +7,7 @@ nanoseconds a tuple each way, most of what a tuple crossing two PyPy workers cos
 (docs/benchmarks.md, session 40). The payloads of nearly every topology have one
 shape: flat tuples of str, int, float, bool, None and bytes, and `roots` nil or
 the pairs form (serialization.py). For that shape these functions write and read
-the same msgpack bytes as msgpack does, four to six times faster on PyPy (and
+the same msgpack bytes as msgpack does, three to six times faster on PyPy (and
 several times slower on CPython, where msgpack is C: `serialization` uses them on
 PyPy only).
 

@@ -51,8 +51,9 @@ WireRoots = Union[Sequence[Optional[dict[int, int]]], list[int], None]  # (3.9 t
 _new_object = object.__new__
 
 #: Whether payloads of flat tuples are written and read by `flat_payloads` before
-#: msgpack is asked: on PyPy, where that is four to six times faster than msgpack's
-#: pure-Python fallback (on CPython, msgpack's C is faster than any Python).
+#: msgpack is asked: on PyPy, where that is three to six times faster than msgpack's
+#: pure-Python fallback (on CPython, msgpack's C is faster than any Python;
+#: `scripts/bench_payloads.py` measures both on either).
 FLAT_PAYLOADS = ON_PYPY
 
 

@@ -1,5 +1,6 @@
 """How a worker process uses the machine: which CPU it runs on, how its transport
-threads wake, and how it runs Python's cyclic garbage collector.
+threads wake, how it runs Python's cyclic garbage collector, and, under PyPy, how
+long its JIT's traces may be (`tune_jit`).
 
 CPU pinning (`worker.cpu.pinning`, on by default). The threads of a worker run
 Python one at a time, so a worker never uses more than about one core for its
