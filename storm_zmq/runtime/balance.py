@@ -13,7 +13,13 @@ threads was runnable if that is more (it waited for a core other processes also
 want; `storm_zmq.runtime.tuning.RunnableMeter`), but only while its executors fall behind
 (some queue at least a quarter full): a batching runtime uses much of a core at
 half its maximum rate too, with short queues and time to spare, and moving
-traffic to another worker then only adds hops. Each worker tells its peers its
+traffic to another worker then only adds hops. A quarter, that is, of a queue of
+up to 4096 tuples, CPython's size; of a larger one, `BEHIND_TUPLES` (1024) are
+enough: a PyPy worker's queues hold 32768, and in the word count the PyPy worker
+with the spout ran at 99 % of a core, the other at 77-83 %, without a queue ever a
+quarter full; at 1024 tuples the weights moved, the other worker rose to 95-98 %
+and the two counted 961k words/s on average against 892k (four alternating pairs,
+docs/benchmarks.md, session 40). Each worker tells its peers its
 figure with its backpressure status, and `WorkerBalance` turns what it knows into
 a weight per worker: the shuffles of every executor give a task a share of their
 tuples in proportion to its worker's weight (`storm_zmq.topology.grouping`,
@@ -42,8 +48,10 @@ EXPIRY_SECS = 3.0
 BUSY_HIGH = 0.8
 #: ...and only once every worker is below this do all weights go back to 1.
 BUSY_LOW = 0.7
-#: A queue at least this full (of its capacity) says its executor falls behind.
+#: A queue at least this full (of its capacity) says its executor falls behind...
 BEHIND = 0.25
+#: ...or one holding this many tuples, whichever is fewer.
+BEHIND_TUPLES = 1024
 #: Differences from the mean smaller than this leave a weight alone.
 DEADBAND = 0.05
 #: A weight is multiplied by exp(GAIN * difference) per report (two a second).
@@ -55,10 +63,16 @@ MIN_WEIGHT = 0.1
 RELAX = 0.2
 
 
-def short_of_cpu(busy: float, queue_fullness: float) -> float:
-    """A worker's figure: its busy share, or at most `BUSY_HIGH` while no queue of
-    its executors is `BEHIND` (the most full one is `queue_fullness`)."""
-    return busy if queue_fullness >= BEHIND else min(busy, BUSY_HIGH)
+def falls_behind(backlog: int, capacity: int) -> bool:
+    """Whether an executor whose queue holds `backlog` tuples of `capacity` falls
+    behind: `BEHIND` of the capacity, or `BEHIND_TUPLES` if that is fewer."""
+    return backlog >= min(BEHIND * capacity, BEHIND_TUPLES)
+
+
+def short_of_cpu(busy: float, behind: bool) -> float:
+    """A worker's figure: its busy share, or at most `BUSY_HIGH` while none of its
+    executors falls behind (`behind`, from `falls_behind`)."""
+    return busy if behind else min(busy, BUSY_HIGH)
 
 
 class BusyMeter:

@@ -50,7 +50,13 @@ from storm_zmq.runtime.backpressure import (
     decode_status,
     encode_status,
 )
-from storm_zmq.runtime.balance import REPORT_SECS, BusyMeter, WorkerBalance, short_of_cpu
+from storm_zmq.runtime.balance import (
+    REPORT_SECS,
+    BusyMeter,
+    WorkerBalance,
+    falls_behind,
+    short_of_cpu,
+)
 from storm_zmq.runtime.bolt_executor import BoltExecutor
 from storm_zmq.runtime.collector import StreamRoute
 from storm_zmq.runtime.executor import Executor, RemoteBatch, new_executor
@@ -474,10 +480,10 @@ class WorkerState:
                 loads.update(dict.fromkeys(self._executor_tasks[index], backlog / incoming.capacity))
         return loads
 
-    def queue_fullness(self) -> float:
-        """The fullest executor queue's backlog over its capacity: whether some
-        executor falls behind (`storm_zmq.runtime.balance.short_of_cpu`)."""
-        return max((q.backlog / q.capacity for q in self.queues.values()), default=0.0)
+    def some_executor_behind(self) -> bool:
+        """Whether some executor falls behind (`storm_zmq.runtime.balance.falls_behind`
+        of its queue), for `balance.short_of_cpu`."""
+        return any(falls_behind(q.backlog, q.capacity) for q in self.queues.values())
 
     def wait_throttle_change(self, timeout: float) -> None:
         if self.throttle.expire(time.monotonic()):
@@ -1126,7 +1132,7 @@ class Worker:
                     if sample is not None:
                         sample = max(sample, executors_sample or 0.0)
                         measured = True
-                        state.cpu_figure = short_of_cpu(sample, state.queue_fullness())
+                        state.cpu_figure = short_of_cpu(sample, state.some_executor_behind())
                         balance.observe(self.index, state.cpu_figure, now)
                     if balance.update(now):
                         state.task_weights = balance.task_weights(task_worker)

@@ -8,11 +8,13 @@ import pytest
 
 from storm_zmq.runtime.balance import (
     BEHIND,
+    BEHIND_TUPLES,
     BUSY_HIGH,
     DEADBAND,
     MIN_WEIGHT,
     BusyMeter,
     WorkerBalance,
+    falls_behind,
     largest_share,
     short_of_cpu,
 )
@@ -27,10 +29,20 @@ def test_busy_meter_is_the_share_of_one_core_between_samples() -> None:
     assert meter.sample(11.45, 102.0) == 0.0
 
 
-def test_a_worker_is_short_of_cpu_only_while_some_queue_falls_behind() -> None:
-    assert short_of_cpu(0.95, BEHIND) == 0.95
-    assert short_of_cpu(0.95, BEHIND / 2) == BUSY_HIGH, "busy with time to spare: not above the mark"
-    assert short_of_cpu(0.5, 0.0) == 0.5
+def test_a_worker_is_short_of_cpu_only_while_some_executor_falls_behind() -> None:
+    assert short_of_cpu(0.95, True) == 0.95
+    assert short_of_cpu(0.95, False) == BUSY_HIGH, "busy with time to spare: not above the mark"
+    assert short_of_cpu(0.5, False) == 0.5
+
+
+@pytest.mark.parametrize(("capacity", "mark"), [
+    (100, 25), (1000, 250), (4096, 1024),  # a quarter, CPython's 4096 included
+    (8192, BEHIND_TUPLES), (32768, BEHIND_TUPLES),  # PyPy's: 1024 tuples, not 8192
+])
+def test_an_executor_falls_behind_at_a_quarter_of_its_queue_or_1024_tuples(capacity: int, mark: int) -> None:
+    assert BEHIND == 0.25 and BEHIND_TUPLES == 1024
+    assert falls_behind(mark, capacity)
+    assert not falls_behind(mark - 1, capacity)
 
 
 def settle(balance: WorkerBalance, busy: dict[int, float], reports: int, start: float = 0.0) -> float:
