@@ -108,15 +108,28 @@ def pack_payload(
     return bytes(out)
 
 
-def _array_header(out: bytearray, size: int) -> None:
-    if size < 16:
-        out.append(0x90 | size)
+def _sized_header(out: bytearray, size: int, fixed: int, fixed_below: int,
+                  code8: int | None, code16: int, code32: int) -> None:
+    """The header of a sized msgpack type, its smallest form as msgpack chooses it:
+    `fixed` with the size in its low bits below `fixed_below`, else the code of the
+    narrowest size field (8 bits only where the type has one: `code8`). The shape of
+    `messaging/wire.py`'s frame headers, which are bytes of their own for a
+    vectored write; here every header goes into the payload's one buffer."""
+    if size < fixed_below:
+        out.append(fixed | size)
+    elif code8 is not None and size < 0x100:
+        out.append(code8)
+        out.append(size)
     elif size < 0x10000:
-        out.append(0xDC)
+        out.append(code16)
         out += _pack_u16(size)
     else:
-        out.append(0xDD)
+        out.append(code32)
         out += _pack_u32(size)
+
+
+def _array_header(out: bytearray, size: int) -> None:
+    _sized_header(out, size, 0x90, 16, None, 0xDC, 0xDD)
 
 
 def _write_int(out: bytearray, value: int) -> None:
@@ -154,32 +167,12 @@ def _write_int(out: bytearray, value: int) -> None:
 
 def _write_str(out: bytearray, value: str) -> None:
     data = value.encode("utf-8")
-    size = len(data)
-    if size < 32:
-        out.append(0xA0 | size)
-    elif size < 0x100:
-        out.append(0xD9)
-        out.append(size)
-    elif size < 0x10000:
-        out.append(0xDA)
-        out += _pack_u16(size)
-    else:
-        out.append(0xDB)
-        out += _pack_u32(size)
+    _sized_header(out, len(data), 0xA0, 32, 0xD9, 0xDA, 0xDB)
     out += data
 
 
 def _write_bin(out: bytearray, value: bytes) -> None:
-    size = len(value)
-    if size < 0x100:
-        out.append(0xC4)
-        out.append(size)
-    elif size < 0x10000:
-        out.append(0xC5)
-        out += _pack_u16(size)
-    else:
-        out.append(0xC6)
-        out += _pack_u32(size)
+    _sized_header(out, len(value), 0, 0, 0xC4, 0xC5, 0xC6)  # (bin has no fixed form)
     out += value
 
 
@@ -281,10 +274,8 @@ def _read_scalar(data: bytes, pos: int) -> tuple[Any, int]:
 
 
 def _read_text(data: bytes, start: int, size: int) -> tuple[str, int]:
-    end = start + size
-    if end > len(data):
-        raise NotFlat
-    return data[start:end].decode("utf-8"), end
+    raw, end = _read_bin(data, start, size)
+    return raw.decode("utf-8"), end
 
 
 def _read_bin(data: bytes, start: int, size: int) -> tuple[bytes, int]:

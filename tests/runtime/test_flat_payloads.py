@@ -34,6 +34,12 @@ nested = st.recursive(scalars, lambda children: st.lists(children, max_size=3)
                       max_leaves=6)
 
 
+#: The arguments of a payload in the shape flat_payloads handles (writing or reading).
+a_flat_batch = given(values=st.lists(flat_tuple, min_size=1, max_size=20),
+                     source=st.integers(-(2**31), 2**31 - 1), stream=st.text(max_size=10),
+                     roots=st.none() | st.lists(st.integers(0, U64_MAX), min_size=1, max_size=40))
+
+
 def typed(value: Any) -> Any:
     """`value` with every item's type next to it: True is not 1, 1.0 is not 1, and a
     NaN equals a NaN."""
@@ -55,9 +61,7 @@ def msgpack_reads(data: bytes) -> Any:
 
 
 @settings(max_examples=300, deadline=None)
-@given(values=st.lists(flat_tuple, min_size=1, max_size=20),
-       source=st.integers(-(2**31), 2**31 - 1), stream=st.text(max_size=10),
-       roots=st.none() | st.lists(st.integers(0, U64_MAX), min_size=1, max_size=40))
+@a_flat_batch
 def test_a_flat_batch_is_written_as_msgpack_writes_it(
     values: list, source: int, stream: str, roots: list[int] | None,
 ) -> None:
@@ -72,8 +76,8 @@ def test_a_flat_batch_is_written_as_msgpack_writes_it(
 
 @pytest.mark.parametrize("value", INT_EDGES)
 def test_every_int_encoding_boundary_is_msgpacks(value: int) -> None:
-    assert pack_payload([[value]], value if -(2**31) <= value < 2**31 else 1, "s", [value]) == \
-        msgpack.packb([[[value]], value if -(2**31) <= value < 2**31 else 1, "s", [value]])
+    source = value if -(2**31) <= value < 2**31 else 1  # a task id is an int32
+    assert pack_payload([[value]], source, "s", [value]) == msgpack.packb([[[value]], source, "s", [value]])
 
 
 @pytest.mark.parametrize("size", STR_SIZES)
@@ -137,9 +141,7 @@ def test_subclasses_of_scalar_types_are_left_to_msgpack() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(values=st.lists(flat_tuple, min_size=1, max_size=20),
-       source=st.integers(-(2**31), 2**31 - 1), stream=st.text(max_size=10),
-       roots=st.none() | st.lists(st.integers(0, U64_MAX), min_size=1, max_size=40))
+@a_flat_batch
 def test_a_flat_payload_is_read_as_msgpack_reads_it(
     values: list, source: int, stream: str, roots: list[int] | None,
 ) -> None:
