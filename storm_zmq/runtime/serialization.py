@@ -147,13 +147,8 @@ def encode_tuples(
     """One payload for the tuples one task emitted on one stream to one remote task
     since the last flush. `roots` is None when none of them is tracked; `codec`
     carries the topology's own types (`topology.kryo.register`)."""
-    if FLAT_PAYLOADS:
-        try:
-            return flat_payloads.pack_payload(values, source_task, stream, roots)
-        except Exception:  # not flat, or not packable at all: msgpack says which
-            pass
     try:
-        return codec.pack((values, source_task, stream, roots))
+        return _pack(values, source_task, stream, roots, codec)
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise SerializationError(_explain_batch(values, component, stream, exc, codec)) from None
 
@@ -249,7 +244,22 @@ def decode_tuples(
     return source_task, stream, roots, values
 
 
+def _pack(values: Sequence[Sequence[Any]], source_task: int, stream: str, roots: WireRoots,
+          codec: ValueCodec) -> bytes:
+    """`flat_payloads` first where `FLAT_PAYLOADS`; whatever it refuses (or fails
+    at: msgpack is the authority either way) goes through the codec's msgpack, which
+    also says what is wrong with what cannot be packed at all."""
+    if FLAT_PAYLOADS:
+        try:
+            return flat_payloads.pack_payload(values, source_task, stream, roots)
+        except Exception:  # not flat, or not packable at all: msgpack says which
+            pass
+    return codec.pack((values, source_task, stream, roots))
+
+
 def _unpack(payload: bytes, codec: ValueCodec) -> Any:
+    """`_pack`'s reverse: `flat_payloads` first where `FLAT_PAYLOADS`, msgpack for
+    what it refuses, malformed payloads included (msgpack's error is the one seen)."""
     if FLAT_PAYLOADS:
         try:
             return flat_payloads.unpack_payload(payload)
