@@ -81,12 +81,6 @@ log = logging.getLogger(__name__)
 #: about once a minute with supervisor.monitor.frequency.secs 3).
 EXIT_REPORT_EVERY = 20
 
-
-def _worth_saying(streak: int) -> bool:
-    """Whether the `streak`-th trouble in a row is said: the first, and every
-    EXIT_REPORT_EVERY-th after (a worker that dies, a launch refused)."""
-    return streak == 1 or streak % EXIT_REPORT_EVERY == 0
-
 #: How much of the end of a worker's log is searched for the exception it died of.
 LOG_TAIL_BYTES = 16384
 _EXCEPTION_LINE = re.compile(r"\b([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Refused)): (.+)$")
@@ -94,6 +88,12 @@ _EXCEPTION_LINE = re.compile(r"\b([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interru
 #: How often a supervisor with pinned workers reads its host's supervisors again to
 #: tell whether a worker's CPU is still its own (it reads them at every launch too).
 PINNING_CHECK_SECS = 30.0
+
+
+def _worth_saying(streak: int) -> bool:
+    """Whether the `streak`-th trouble in a row is said: the first, and every
+    EXIT_REPORT_EVERY-th after (a worker that dies, a launch refused)."""
+    return streak == 1 or streak % EXIT_REPORT_EVERY == 0
 
 
 @dataclass

@@ -256,14 +256,15 @@ def tune_jit(conf: Mapping[str, Any], port: int) -> None:
     interpreter lock, so every thread of the worker waits: at PyPy's trace limit,
     6000 operations, compiles of 10-35 ms kept coming for a minute after start and
     made most of two PyPy workers' p99 complete latency (docs/pypy.md)."""
-    limit = conf.get(TRACE_LIMIT_KEY)
-    if not ON_PYPY or limit is None:
+    setting = conf.get(TRACE_LIMIT_KEY)
+    if not ON_PYPY or setting is None:
         return
     import pypyjit  # PyPy's own module
 
-    pypyjit.set_param(f"trace_limit={int(limit)}")
+    limit = int(setting)
+    pypyjit.set_param(f"trace_limit={limit}")
     log.info("worker on port %d: PyPy's JIT records at most %d operations a trace (%s)",
-             port, int(limit), TRACE_LIMIT_KEY)
+             port, limit, TRACE_LIMIT_KEY)
 
 
 def tune_gc() -> None:
